@@ -1,0 +1,20 @@
+"""The ``tp`` dialect: its ops and attributes as one xDSL Dialect."""
+
+from xdsl.ir import Dialect
+
+from tp_dialect.attrs import ChipAttr, SliceAttr
+from tp_dialect.ops import (
+    AllReduceOp,
+    BarrierOp,
+    SectionOp,
+    ShardOp,
+    TransferOp,
+    UnshardOp,
+    YieldOp,
+)
+
+TP = Dialect(
+    "tp",
+    [ShardOp, UnshardOp, AllReduceOp, SectionOp, YieldOp, TransferOp, BarrierOp],
+    [ChipAttr, SliceAttr],
+)

@@ -1,0 +1,111 @@
+"""The module's chip grid: N, stated once as ``module attributes {tp.chips = N}``.
+
+Every chip index anywhere in the module (a type's encoding, an op's attribute) must lie
+in ``0..N-1``; `check_chip_indices` walks the whole module to hold it to that, since an
+attribute alone cannot see the module it sits in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    IntegerAttr,
+    ModuleOp,
+    TensorType,
+)
+from xdsl.ir import Attribute, Operation
+from xdsl.utils.exceptions import VerifyException
+
+from tp_dialect.attrs import ChipAttr
+
+CHIPS_ATTR = "tp.chips"
+
+
+def stated_chips(op: Operation) -> int | None:
+    """N as stated by the nearest enclosing module (or ``op`` itself), else None."""
+    current: Operation | None = op
+    while current is not None:
+        if isinstance(current, ModuleOp) and CHIPS_ATTR in current.attributes:
+            attr = current.attributes[CHIPS_ATTR]
+            if isinstance(attr, IntegerAttr):
+                return attr.value.data
+            return None
+        current = current.parent_op()
+    return None
+
+
+def require_chips(op: Operation) -> int:
+    """N for ``op``'s module; a verifier error naming the op when none is stated."""
+    n = stated_chips(op)
+    if n is None:
+        raise VerifyException(
+            f"'{op.name}' needs the module to state its chip count "
+            f"(module attributes {{{CHIPS_ATTR} = N : i64}})"
+        )
+    return n
+
+
+def _chips_in(attr: Attribute) -> Iterator[int]:
+    if isinstance(attr, ChipAttr):
+        yield attr.value
+    elif isinstance(attr, TensorType):
+        yield from _chips_in(attr.encoding)
+    elif isinstance(attr, ArrayAttr):
+        for a in attr.data:
+            yield from _chips_in(a)
+    elif isinstance(attr, DictionaryAttr):
+        for a in attr.data.values():
+            yield from _chips_in(a)
+
+
+def _op_chips(op: Operation) -> Iterator[tuple[int, str]]:
+    for i, res in enumerate(op.results):
+        yield from ((c, f"result #{i}") for c in _chips_in(res.type))
+    for i, opnd in enumerate(op.operands):
+        yield from ((c, f"operand #{i}") for c in _chips_in(opnd.type))
+    for region in op.regions:
+        for block in region.blocks:
+            for i, arg in enumerate(block.args):
+                yield from ((c, f"block argument #{i}") for c in _chips_in(arg.type))
+    for name, attr in (*op.properties.items(), *op.attributes.items()):
+        yield from ((c, f"attribute '{name}'") for c in _chips_in(attr))
+
+
+def check_chip_indices(module: ModuleOp) -> None:
+    """Every chip index in ``module`` is below the stated N, and N >= 1 when stated.
+
+    Raises a VerifyException carrying the offending op (as ``err.op``).
+    """
+    for op in module.walk():
+        if isinstance(op, ModuleOp) and CHIPS_ATTR in op.attributes:
+            attr = op.attributes[CHIPS_ATTR]
+            if not isinstance(attr, IntegerAttr) or attr.value.data < 1:
+                raise _at(
+                    op, f"'{CHIPS_ATTR}' must be a positive integer, got {attr}"
+                )
+        uses = list(_op_chips(op))
+        if not uses:
+            continue
+        n = stated_chips(op)
+        for chip, where in uses:
+            if n is None:
+                raise _at(
+                    op,
+                    f"'{op.name}' {where} is on chip {chip} but the module states no "
+                    f"chip count ({CHIPS_ATTR})",
+                )
+            if chip >= n:
+                raise _at(
+                    op,
+                    f"'{op.name}' {where} is on chip {chip}, but the module has "
+                    f"{n} chip{'s' if n != 1 else ''} (0..{n - 1})",
+                )
+
+
+def _at(op: Operation, message: str) -> VerifyException:
+    err = VerifyException(message)
+    err.op = op  # type: ignore[attr-defined]
+    return err

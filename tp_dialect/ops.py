@@ -1,0 +1,450 @@
+"""tp operations: the source-level ops a generator writes, and the spatial ops passes issue.
+
+Source level: ``tp.shard`` (a chip's slice of a full tensor: the host's loading map),
+``tp.unshard`` (the chips' slices assembled into a full host output: the storing map),
+``tp.allreduce`` (out = sum of one partial per chip). Spatial: ``tp.section`` (one
+statement's work on its chips), ``tp.yield``, ``tp.transfer`` (a copy between chips) and
+``tp.barrier`` (closes a phase). Each verifier names the op, the value and the chip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from xdsl.dialects.builtin import (
+    I64,
+    ArrayAttr,
+    DenseArrayBase,
+    IntegerAttr,
+    StringAttr,
+    TensorType,
+    i64,
+)
+from xdsl.ir import Attribute, Region, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import HasParent, IsTerminator, Pure
+from xdsl.utils.exceptions import VerifyException
+
+from tp_dialect.attrs import SliceAttr, chip_of
+from tp_dialect.grid import require_chips
+
+
+def _shape(value: SSAValue) -> tuple[int, ...]:
+    assert isinstance(value.type, TensorType)
+    return tuple(value.type.get_shape())
+
+
+def _describe(value: SSAValue) -> str:
+    return f"%{value.name_hint}" if value.name_hint else "value"
+
+
+def _check_chip(op: IRDLOperation, chip: int, what: str) -> None:
+    n = require_chips(op)
+    if not 0 <= chip < n:
+        raise VerifyException(
+            f"'{op.name}' {what} is on chip {chip}, but the module has {n} "
+            f"chip{'s' if n != 1 else ''} (0..{n - 1})"
+        )
+
+
+@irdl_op_definition
+class ShardOp(IRDLOperation):
+    """A chip's slice of a full (host or spine) tensor: what the host loads onto the chip.
+
+    ``%w1 = tp.shard %w at #tp.slice<...> : tensor<64x32xf32> -> tensor<16x32xf32, #tp.chip<1>>``
+    """
+
+    name = "tp.shard"
+
+    source = operand_def(TensorType)
+    slice = prop_def(SliceAttr)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$source `at` qualified($slice) attr-dict `:` type($source) `->` type($result)"
+
+    def __init__(self, source: SSAValue, slice_: SliceAttr, result_type: TensorType):
+        super().__init__(
+            operands=[source], result_types=[result_type], properties={"slice": slice_}
+        )
+
+    @property
+    def chip(self) -> int:
+        chip = chip_of(self.result.type)
+        assert chip is not None
+        return chip
+
+    def verify_(self) -> None:
+        chip = chip_of(self.result.type)
+        if chip is None:
+            raise VerifyException(
+                "'tp.shard' result must be owned by a chip "
+                "(tensor type encoding #tp.chip<c>)"
+            )
+        _check_chip(self, chip, "result")
+        if (src := chip_of(self.source.type)) is not None:
+            raise VerifyException(
+                f"'tp.shard' source {_describe(self.source)} is already on chip {src}; "
+                "a shard cuts a full (unowned) tensor"
+            )
+        full, got = self.slice.full_shape, _shape(self.source)
+        if got != full:
+            raise VerifyException(
+                f"'tp.shard' source shape {list(got)} differs from the slice's full "
+                f"shape {list(full)}"
+            )
+        want, res = self.slice.shape, _shape(self.result)
+        if res != want:
+            raise VerifyException(
+                f"'tp.shard' result shape {list(res)} on chip {chip} differs from the "
+                f"slice's shape {list(want)}"
+            )
+        assert isinstance(self.source.type, TensorType)
+        assert isinstance(self.result.type, TensorType)
+        if self.source.type.element_type != self.result.type.element_type:
+            raise VerifyException(
+                "'tp.shard' result element type differs from the source's"
+            )
+
+
+@irdl_op_definition
+class UnshardOp(IRDLOperation):
+    """The chips' slices stored back into one full tensor: the host's storing map.
+
+    Its result is a host output (e.g. a KV cache written by every chip), so it may only
+    be returned; computing on it would move chip data to the spine without an all-reduce.
+    """
+
+    name = "tp.unshard"
+
+    parts = var_operand_def(TensorType)
+    slices = prop_def(ArrayAttr[SliceAttr])
+    result = result_def(TensorType)
+
+    assembly_format = (
+        "$parts `slices` qualified($slices) attr-dict `:` type($parts) `->` type($result)"
+    )
+
+    def __init__(
+        self,
+        parts: Sequence[SSAValue],
+        slices: Sequence[SliceAttr],
+        result_type: TensorType,
+    ):
+        super().__init__(
+            operands=[parts],
+            result_types=[result_type],
+            properties={"slices": ArrayAttr(slices)},
+        )
+
+    def verify_(self) -> None:
+        slices = list(self.slices.data)
+        if len(slices) != len(self.parts):
+            raise VerifyException(
+                f"'tp.unshard' has {len(self.parts)} parts but {len(slices)} slices"
+            )
+        if chip_of(self.result.type) is not None:
+            raise VerifyException("'tp.unshard' result must not be owned by a chip")
+        full = _shape(self.result)
+        covered: dict[int, set[int]] = {}
+        for i, (part, sl) in enumerate(zip(self.parts, slices, strict=True)):
+            chip = chip_of(part.type)
+            if chip is None:
+                raise VerifyException(
+                    f"'tp.unshard' part #{i} {_describe(part)} is not owned by a chip"
+                )
+            _check_chip(self, chip, f"part #{i}")
+            if sl.full_shape != full:
+                raise VerifyException(
+                    f"'tp.unshard' slice #{i} is of full shape {list(sl.full_shape)}, "
+                    f"the result is {list(full)}"
+                )
+            if _shape(part) != sl.shape:
+                raise VerifyException(
+                    f"'tp.unshard' part #{i} on chip {chip} has shape "
+                    f"{list(_shape(part))}, its slice {list(sl.shape)}"
+                )
+            covered.setdefault(sl.axis_index, set())
+            seen = covered[sl.axis_index]
+            idx = set(sl.indices())
+            if seen & idx:
+                raise VerifyException(
+                    f"'tp.unshard' part #{i} on chip {chip} overlaps an earlier part"
+                )
+            seen |= idx
+        if len(covered) != 1 or len(next(iter(covered.values()))) != full[
+            next(iter(covered))
+        ]:
+            raise VerifyException(
+                "'tp.unshard' parts must cover the full tensor exactly, along one axis"
+            )
+
+
+@irdl_op_definition
+class AllReduceOp(IRDLOperation):
+    """``out = Σ partials``: one partial per chip, in chip order; the sum is the spine.
+
+    ``%s = tp.allreduce %p0, %p1 : tensor<1x8xf32, #tp.chip<0>>, tensor<1x8xf32,
+    #tp.chip<1>> -> tensor<1x8xf32>``
+    """
+
+    name = "tp.allreduce"
+
+    partials = var_operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$partials attr-dict `:` type($partials) `->` type($result)"
+
+    def __init__(self, partials: Sequence[SSAValue], result_type: TensorType):
+        super().__init__(operands=[partials], result_types=[result_type])
+
+    def verify_(self) -> None:
+        n = require_chips(self)
+        if len(self.partials) != n:
+            raise VerifyException(
+                f"'tp.allreduce' has {len(self.partials)} partials, the module has "
+                f"{n} chips: it needs exactly one partial per chip"
+            )
+        if chip_of(self.result.type) is not None:
+            raise VerifyException(
+                "'tp.allreduce' result must be the replicated spine (no chip encoding)"
+            )
+        assert isinstance(self.result.type, TensorType)
+        for c, p in enumerate(self.partials):
+            owner = chip_of(p.type)
+            if owner != c:
+                where = "the spine" if owner is None else f"chip {owner}"
+                raise VerifyException(
+                    f"'tp.allreduce' partial #{c} {_describe(p)} must be on chip {c}, "
+                    f"it is on {where}"
+                )
+            assert isinstance(p.type, TensorType)
+            if (
+                tuple(p.type.get_shape()) != tuple(self.result.type.get_shape())
+                or p.type.element_type != self.result.type.element_type
+            ):
+                raise VerifyException(
+                    f"'tp.allreduce' partial #{c} {_describe(p)} on chip {c} has type "
+                    f"{p.type}, which does not match the result {self.result.type}"
+                )
+
+
+@irdl_op_definition
+class SectionOp(IRDLOperation):
+    """One statement's work placed on its chips: a region run on each chip in ``chips``.
+
+    ``%x = tp.section "q_proj" on [1] { ... tp.yield %y : T } : T``. A section on
+    several chips is replicated spine work, or an all-reduce reading each partial
+    where it lives.
+    """
+
+    name = "tp.section"
+
+    chips = prop_def(DenseArrayBase[I64])
+    label = opt_prop_def(StringAttr)
+    body = region_def("single_block")
+    outs = var_result_def()
+
+    def __init__(
+        self,
+        chips: Sequence[int],
+        body: Region,
+        result_types: Sequence[Attribute],
+        label: str | None = None,
+    ):
+        props: dict[str, Attribute] = {"chips": DenseArrayBase.from_list(i64, chips)}
+        if label is not None:
+            props["label"] = StringAttr(label)
+        super().__init__(
+            result_types=[result_types], regions=[body], properties=props
+        )
+
+    @property
+    def chip_list(self) -> tuple[int, ...]:
+        return tuple(self.chips.get_values())
+
+    @property
+    def yield_op(self) -> YieldOp:
+        last = self.body.block.last_op
+        assert isinstance(last, YieldOp)
+        return last
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SectionOp:
+        label = parser.parse_optional_str_literal()
+        parser.parse_keyword("on")
+        chips = parser.parse_comma_separated_list(
+            parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False)
+        )
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        body = parser.parse_region()
+        types: list[Attribute] = []
+        if parser.parse_optional_punctuation(":"):
+            types = parser.parse_comma_separated_list(
+                parser.Delimiter.NONE, parser.parse_type
+            )
+        op = cls(chips, body, types, label)
+        if attrs is not None:
+            op.attributes |= attrs.data
+        return op
+
+    def print(self, printer: Printer) -> None:
+        if self.label is not None:
+            printer.print_string(" ")
+            printer.print_string_literal(self.label.data)
+        printer.print_string(" on [")
+        printer.print_list(self.chip_list, printer.print_int)
+        printer.print_string("]")
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+        if self.outs:
+            printer.print_string(" : ")
+            printer.print_list(self.outs.types, printer.print_attribute)
+
+    def verify_(self) -> None:
+        chips = self.chip_list
+        if not chips:
+            raise VerifyException("'tp.section' runs on no chip; give it at least one")
+        if list(chips) != sorted(set(chips)):
+            raise VerifyException(
+                f"'tp.section' chips {list(chips)} must be strictly increasing"
+            )
+        for c in chips:
+            _check_chip(self, c, "chip list")
+        block = self.body.block
+        if not isinstance(block.last_op, YieldOp):
+            raise VerifyException("'tp.section' body must end with 'tp.yield'")
+        yielded = block.last_op.values.types
+        if tuple(yielded) != tuple(self.outs.types):
+            raise VerifyException(
+                f"'tp.section' yields {len(yielded)} value(s) of types "
+                f"{list(map(str, yielded))}, its results are "
+                f"{list(map(str, self.outs.types))}"
+            )
+        for i, res in enumerate(self.outs):
+            owner = chip_of(res.type)
+            if owner is not None and owner not in chips:
+                raise VerifyException(
+                    f"'tp.section' result #{i} is on chip {owner}, which the section "
+                    f"(on {list(chips)}) does not run on"
+                )
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Ends a section, yielding what the section binds."""
+
+    name = "tp.yield"
+
+    values = var_operand_def()
+
+    traits = traits_def(IsTerminator(), HasParent(SectionOp), Pure())
+
+    assembly_format = "attr-dict ($values^ `:` type($values))?"
+
+    def __init__(self, *values: SSAValue):
+        super().__init__(operands=[values])
+
+
+@irdl_op_definition
+class TransferOp(IRDLOperation):
+    """A tensor copied from one chip's memory to another's, before the reader needs it.
+
+    ``%y = tp.transfer %x from 1 to 0 : tensor<8xf32, #tp.chip<1>> -> tensor<8xf32,
+    #tp.chip<0>>``. A spine tensor (e.g. an all-reduce's sum going back) stays spine.
+    """
+
+    name = "tp.transfer"
+
+    input = operand_def(TensorType)
+    source = prop_def(IntegerAttr[I64])
+    dest = prop_def(IntegerAttr[I64])
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    assembly_format = (
+        "$input `from` $source `to` $dest attr-dict `:` type($input) `->` type($result)"
+    )
+
+    def __init__(self, value: SSAValue, source: int, dest: int, result_type: TensorType):
+        super().__init__(
+            operands=[value],
+            result_types=[result_type],
+            properties={"source": IntegerAttr(source, i64), "dest": IntegerAttr(dest, i64)},
+        )
+
+    def verify_(self) -> None:
+        src, dst = self.source.value.data, self.dest.value.data
+        _check_chip(self, src, "source")
+        _check_chip(self, dst, "destination")
+        if src == dst:
+            raise VerifyException(
+                f"'tp.transfer' of {_describe(self.input)} goes from chip {src} to "
+                "itself"
+            )
+        owner, res_owner = chip_of(self.input.type), chip_of(self.result.type)
+        if owner is not None and owner != src:
+            raise VerifyException(
+                f"'tp.transfer' input {_describe(self.input)} is on chip {owner}, "
+                f"not on the source chip {src}"
+            )
+        if (owner is None) != (res_owner is None):
+            raise VerifyException(
+                "'tp.transfer' must keep a spine tensor spine and a chip tensor "
+                "chip-owned"
+            )
+        if res_owner is not None and res_owner != dst:
+            raise VerifyException(
+                f"'tp.transfer' result is on chip {res_owner}, not on the destination "
+                f"chip {dst}"
+            )
+        assert isinstance(self.input.type, TensorType)
+        assert isinstance(self.result.type, TensorType)
+        if (
+            self.input.type.get_shape() != self.result.type.get_shape()
+            or self.input.type.element_type != self.result.type.element_type
+        ):
+            raise VerifyException(
+                "'tp.transfer' result shape and element type must equal the input's"
+            )
+
+
+@irdl_op_definition
+class BarrierOp(IRDLOperation):
+    """Closes a phase: no chip starts the next phase before every chip ends this one."""
+
+    name = "tp.barrier"
+
+    phase = opt_prop_def(IntegerAttr[I64])
+
+    assembly_format = "(`phase` $phase^)? attr-dict"
+
+    def __init__(self, phase: int | None = None):
+        props: dict[str, Attribute] = {}
+        if phase is not None:
+            props["phase"] = IntegerAttr(phase, i64)
+        super().__init__(properties=props)
+
+    def verify_(self) -> None:
+        if self.phase is not None and self.phase.value.data < 0:
+            raise VerifyException(
+                f"'tp.barrier' phase {self.phase.value.data} is negative"
+            )
+
