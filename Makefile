@@ -19,6 +19,7 @@ demo: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check tp_dialect passes tools tests benchmarks
+	$(BIN)/ruff format --check tp_dialect passes tools tests benchmarks
 
 pytest: $(STAMP)
 	$(BIN)/pytest

@@ -70,9 +70,7 @@ class LocatingParser(Parser):
         return op
 
 
-def located(
-    file: str, where: tuple[int, int, str] | None, message: str, width: int = 1
-) -> str:
+def located(file: str, where: tuple[int, int, str] | None, message: str, width: int = 1) -> str:
     """``file:line:col: error: message`` with the line and a caret under the column."""
     if where is None:
         return f"{file}: error: {message}"

@@ -56,7 +56,7 @@ class _PassFlag(argparse.Action):
     ) -> None:
         name = self.dest.removeprefix("pass_flag:")
         spec = name if values is None else f"{name}{{{values}}}"
-        getattr(namespace, "flag_pipeline").append(spec)
+        namespace.flag_pipeline.append(spec)
 
 
 def verify_located(module: ModuleOp) -> None:
@@ -92,7 +92,7 @@ class TpOptMain(xDSLOptMain):
         arg_parser.set_defaults(flag_pipeline=[])
         group = arg_parser.add_argument_group(
             "tp passes (mlir-opt style: run in the order given, after -p; options as "
-            "--PASS=opt=val or --PASS=\"opt1=v1 opt2=v2\")"
+            '--PASS=opt=val or --PASS="opt1=v1 opt2=v2")'
         )
         for name, factory in sorted(self.available_passes.items()):
             is_tp = name in TP_PASSES
@@ -109,9 +109,7 @@ class TpOptMain(xDSLOptMain):
     def setup_pipeline(self) -> None:
         spec = ",".join(p for p in (self.args.passes, *self.args.flag_pipeline) if p)
 
-        def between(
-            prev: ModulePass | None, module: ModuleOp, nxt: ModulePass | None
-        ) -> None:
+        def between(prev: ModulePass | None, module: ModuleOp, nxt: ModulePass | None) -> None:
             if self.args.time_passes and prev is not None:
                 print(f"Pass {prev.name} took {time.perf_counter() - self._t0} seconds")
             if not self.args.disable_verify:

@@ -87,10 +87,7 @@ class SliceAttr(ParametrizedAttribute):
 
     @property
     def ranges(self) -> list[tuple[int, int]]:
-        return [
-            (s.data, n.data)
-            for s, n in zip(self.starts.data, self.lengths.data, strict=True)
-        ]
+        return [(s.data, n.data) for s, n in zip(self.starts.data, self.lengths.data, strict=True)]
 
     @property
     def full_shape(self) -> tuple[int, ...]:
@@ -123,9 +120,7 @@ class SliceAttr(ParametrizedAttribute):
             parser.parse_punctuation(",")
             parser.parse_keyword("ranges")
             parser.parse_punctuation("=")
-            ranges = parser.parse_comma_separated_list(
-                parser.Delimiter.SQUARE, parse_range
-            )
+            ranges = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parse_range)
             parser.parse_punctuation(",")
             parser.parse_keyword("full")
             parser.parse_punctuation("=")
@@ -143,9 +138,7 @@ class SliceAttr(ParametrizedAttribute):
     def print_parameters(self, printer: Printer) -> None:
         ranges = ", ".join(f"({s}, {n})" for s, n in self.ranges)
         full = ", ".join(str(d) for d in self.full_shape)
-        printer.print_string(
-            f"<axis = {self.axis_index}, ranges = [{ranges}], full = [{full}]>"
-        )
+        printer.print_string(f"<axis = {self.axis_index}, ranges = [{ranges}], full = [{full}]>")
 
     def verify(self) -> None:
         full = self.full_shape
@@ -170,11 +163,9 @@ class SliceAttr(ParametrizedAttribute):
                     f"{axis} of size {full[axis]}"
                 )
         ordered = sorted(ranges)
-        for (s0, n0), (s1, n1) in zip(ordered, ordered[1:]):
+        for (s0, n0), (s1, n1) in zip(ordered, ordered[1:], strict=False):
             if s1 < s0 + n0:
-                raise VerifyException(
-                    f"#tp.slice: ranges ({s0}, {n0}) and ({s1}, {n1}) overlap"
-                )
+                raise VerifyException(f"#tp.slice: ranges ({s0}, {n0}) and ({s1}, {n1}) overlap")
 
 
 def chip_of(type_: Attribute) -> int | None:

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
+    FunctionType,
     IntegerAttr,
     ModuleOp,
     TensorType,
@@ -53,6 +54,9 @@ def _chips_in(attr: Attribute) -> Iterator[int]:
         yield attr.value
     elif isinstance(attr, TensorType):
         yield from _chips_in(attr.encoding)
+    elif isinstance(attr, FunctionType):
+        for a in (*attr.inputs.data, *attr.outputs.data):
+            yield from _chips_in(a)
     elif isinstance(attr, ArrayAttr):
         for a in attr.data:
             yield from _chips_in(a)
@@ -83,9 +87,7 @@ def check_chip_indices(module: ModuleOp) -> None:
         if isinstance(op, ModuleOp) and CHIPS_ATTR in op.attributes:
             attr = op.attributes[CHIPS_ATTR]
             if not isinstance(attr, IntegerAttr) or attr.value.data < 1:
-                raise _at(
-                    op, f"'{CHIPS_ATTR}' must be a positive integer, got {attr}"
-                )
+                raise _at(op, f"'{CHIPS_ATTR}' must be a positive integer, got {attr}")
         uses = list(_op_chips(op))
         if not uses:
             continue

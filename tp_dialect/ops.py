@@ -10,6 +10,7 @@ statement's work on its chips), ``tp.yield``, ``tp.transfer`` (a copy between ch
 from __future__ import annotations
 
 from collections.abc import Sequence
+
 from xdsl.dialects.builtin import (
     I64,
     ArrayAttr,
@@ -74,7 +75,9 @@ class ShardOp(IRDLOperation):
 
     traits = traits_def(Pure())
 
-    assembly_format = "$source `at` qualified($slice) attr-dict `:` type($source) `->` type($result)"
+    assembly_format = (
+        "$source `at` qualified($slice) attr-dict `:` type($source) `->` type($result)"
+    )
 
     def __init__(self, source: SSAValue, slice_: SliceAttr, result_type: TensorType):
         super().__init__(
@@ -91,8 +94,7 @@ class ShardOp(IRDLOperation):
         chip = chip_of(self.result.type)
         if chip is None:
             raise VerifyException(
-                "'tp.shard' result must be owned by a chip "
-                "(tensor type encoding #tp.chip<c>)"
+                "'tp.shard' result must be owned by a chip (tensor type encoding #tp.chip<c>)"
             )
         _check_chip(self, chip, "result")
         if (src := chip_of(self.source.type)) is not None:
@@ -115,9 +117,7 @@ class ShardOp(IRDLOperation):
         assert isinstance(self.source.type, TensorType)
         assert isinstance(self.result.type, TensorType)
         if self.source.type.element_type != self.result.type.element_type:
-            raise VerifyException(
-                "'tp.shard' result element type differs from the source's"
-            )
+            raise VerifyException("'tp.shard' result element type differs from the source's")
 
 
 @irdl_op_definition
@@ -185,9 +185,7 @@ class UnshardOp(IRDLOperation):
                     f"'tp.unshard' part #{i} on chip {chip} overlaps an earlier part"
                 )
             seen |= idx
-        if len(covered) != 1 or len(next(iter(covered.values()))) != full[
-            next(iter(covered))
-        ]:
+        if len(covered) != 1 or len(next(iter(covered.values()))) != full[next(iter(covered))]:
             raise VerifyException(
                 "'tp.unshard' parts must cover the full tensor exactly, along one axis"
             )
@@ -270,9 +268,7 @@ class SectionOp(IRDLOperation):
         props: dict[str, Attribute] = {"chips": DenseArrayBase.from_list(i64, chips)}
         if label is not None:
             props["label"] = StringAttr(label)
-        super().__init__(
-            result_types=[result_types], regions=[body], properties=props
-        )
+        super().__init__(result_types=[result_types], regions=[body], properties=props)
 
     @property
     def chip_list(self) -> tuple[int, ...]:
@@ -295,9 +291,7 @@ class SectionOp(IRDLOperation):
         body = parser.parse_region()
         types: list[Attribute] = []
         if parser.parse_optional_punctuation(":"):
-            types = parser.parse_comma_separated_list(
-                parser.Delimiter.NONE, parser.parse_type
-            )
+            types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
         op = cls(chips, body, types, label)
         if attrs is not None:
             op.attributes |= attrs.data
@@ -322,9 +316,7 @@ class SectionOp(IRDLOperation):
         if not chips:
             raise VerifyException("'tp.section' runs on no chip; give it at least one")
         if list(chips) != sorted(set(chips)):
-            raise VerifyException(
-                f"'tp.section' chips {list(chips)} must be strictly increasing"
-            )
+            raise VerifyException(f"'tp.section' chips {list(chips)} must be strictly increasing")
         for c in chips:
             _check_chip(self, c, "chip list")
         block = self.body.block
@@ -396,8 +388,7 @@ class TransferOp(IRDLOperation):
         _check_chip(self, dst, "destination")
         if src == dst:
             raise VerifyException(
-                f"'tp.transfer' of {_describe(self.input)} goes from chip {src} to "
-                "itself"
+                f"'tp.transfer' of {_describe(self.input)} goes from chip {src} to itself"
             )
         owner, res_owner = chip_of(self.input.type), chip_of(self.result.type)
         if owner is not None and owner != src:
@@ -407,13 +398,11 @@ class TransferOp(IRDLOperation):
             )
         if (owner is None) != (res_owner is None):
             raise VerifyException(
-                "'tp.transfer' must keep a spine tensor spine and a chip tensor "
-                "chip-owned"
+                "'tp.transfer' must keep a spine tensor spine and a chip tensor chip-owned"
             )
         if res_owner is not None and res_owner != dst:
             raise VerifyException(
-                f"'tp.transfer' result is on chip {res_owner}, not on the destination "
-                f"chip {dst}"
+                f"'tp.transfer' result is on chip {res_owner}, not on the destination chip {dst}"
             )
         assert isinstance(self.input.type, TensorType)
         assert isinstance(self.result.type, TensorType)
@@ -444,7 +433,4 @@ class BarrierOp(IRDLOperation):
 
     def verify_(self) -> None:
         if self.phase is not None and self.phase.value.data < 0:
-            raise VerifyException(
-                f"'tp.barrier' phase {self.phase.value.data} is negative"
-            )
-
+            raise VerifyException(f"'tp.barrier' phase {self.phase.value.data} is negative")
