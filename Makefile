@@ -8,6 +8,7 @@ STAMP := $(VENV)/.installed
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check -U "pip>=24" "setuptools>=69" wheel
 
 # Reinstall only when the project's metadata changes (the install is editable).
 $(STAMP): pyproject.toml | $(BIN)/python

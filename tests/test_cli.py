@@ -1,0 +1,88 @@
+"""tp-opt as a user meets it: exit codes, located errors, no tracebacks, whole outputs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+INPUTS = ROOT / "lit_tests" / "tools" / "Inputs"
+TP_OPT = Path(sys.executable).parent / "tp-opt"
+
+
+def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(TP_OPT), *map(str, args)], capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "where"),
+    [
+        ("syntax_error.mlir", ":3:25: error: "),
+        ("unknown_op.mlir", ":3:24: error: Operation tp.frobnicate is not registered"),
+        ("bad_chip.mlir", ":3:5: error: 'tensor.empty' result #0 is on chip 3"),
+        ("bad_slice.mlir", ":3:34: error: #tp.slice: range (6, 4) is out of bounds"),
+    ],
+)
+def test_malformed_input_is_a_located_error_with_exit_1(name: str, where: str) -> None:
+    proc = run(INPUTS / name)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    first, source_line, caret = proc.stderr.splitlines()[:3]
+    assert first.startswith(str(INPUTS / name) + where)
+    col = int(first.split(":")[2])
+    assert caret.startswith(" " * (col - 1) + "^")
+    assert source_line == (INPUTS / name).read_text().splitlines()[int(first.split(":")[1]) - 1]
+    assert proc.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["missing.mlir"], "tp-opt: error: cannot read input 'missing.mlir'"),
+        (["--tp-no-such-pass"], "unrecognized arguments: --tp-no-such-pass"),
+        (["-p", "no-such-pass"], "Unrecognized passes: ['no-such-pass']"),
+        (["-p", "canonicalize{bogus=1}"], "bad pass pipeline 'canonicalize{bogus=1}'"),
+    ],
+)
+def test_bad_invocations_are_one_line_errors(args: list[str], message: str, tmp_path: Path) -> None:
+    src = tmp_path / "ok.mlir"
+    src.write_text("builtin.module {}\n")
+    full = args if args[0] == "missing.mlir" else [str(src), *args]
+    proc = run(*full)
+    assert proc.returncode == 1
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_output_is_written_whole_or_not_at_all(tmp_path: Path) -> None:
+    out = tmp_path / "out.mlir"
+    out.write_text("previous contents\n")
+    bad = tmp_path / "bad.mlir"
+    bad.write_text("// -----\nbuiltin.module {}\n// -----\nbuiltin.module { %x = \n")
+    proc = run(bad, "--split-input-file", "-o", out)
+    assert proc.returncode == 1
+    assert out.read_text() == "previous contents\n"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".tp-")] == []
+
+    good = tmp_path / "good.mlir"
+    good.write_text("builtin.module attributes {tp.chips = 2 : i64} {}\n")
+    assert run(good, "-o", out).returncode == 0
+    assert out.read_text().strip() == "builtin.module attributes {tp.chips = 2 : i64} {\n}"
+
+
+def test_pass_flags_run_in_the_order_given(tmp_path: Path) -> None:
+    src = tmp_path / "p.mlir"
+    src.write_text(
+        "func.func @f() -> i64 {\n  %a = arith.constant 1 : i64\n"
+        "  %b = arith.addi %a, %a : i64\n  func.return %b : i64\n}\n"
+    )
+    proc = run(src, "--cse", "--canonicalize", "--time-passes")
+    assert proc.returncode == 0, proc.stderr
+    timed = [line.split()[1] for line in proc.stdout.splitlines() if line.startswith("Pass ")]
+    assert timed == ["cse", "canonicalize"]
+    assert "arith.constant 2 : i64" in proc.stdout

@@ -1,0 +1,53 @@
+"""A regular (non-editable) install holds one namespace, tp_dialect, with its passes and tools."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_regular_install_maps_passes_and_tools_under_tp_dialect(tmp_path: Path) -> None:
+    target = tmp_path / "site"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    top = sorted(p.name for p in target.iterdir() if not p.name.endswith((".dist-info", "bin")))
+    assert top == ["tp_dialect"], top
+    assert (target / "tp_dialect" / "passes" / "__init__.py").is_file()
+    assert (target / "tp_dialect" / "tools" / "tp_opt.py").is_file()
+    dist = next(target.glob("tp_dialect-*.dist-info"))
+    entry_points = (dist / "entry_points.txt").read_text()
+    assert "[xdsl.universe]" in entry_points
+    assert "tp = tp_dialect.universe:TP_UNIVERSE" in entry_points
+    probe = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import tp_dialect, tp_dialect.passes, tp_dialect.tools.tp_opt;"
+            "print(tp_dialect.__file__)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(target)},
+        cwd=tmp_path,
+    )
+    assert probe.stdout.strip().startswith(str(target))
