@@ -1,0 +1,1 @@
+"""Frontends: generators that write tensor-parallel programs as tp IR."""

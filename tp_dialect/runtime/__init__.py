@@ -1,0 +1,1 @@
+"""Running tp programs on numpy: the reference interpreter, checkpoints, placement."""
