@@ -41,6 +41,7 @@ MHA = Config(
     head_dim=16,
     intermediate=40,
     max_positions=5,
+    eps=0.1,  # large enough that where eps enters RMSNorm is visible
     theta=10_000.0,
 )
 MQA = Config(

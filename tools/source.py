@@ -13,8 +13,12 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute, Operation
 from xdsl.parser import Parser
-from xdsl.utils.exceptions import ParseError, VerifyException
+from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 from xdsl.utils.lexer import Input
+
+from tp_dialect.diagnostics import TpDiagnostic
+from tp_dialect.grid import check_chip_indices
+from tp_dialect.tools.common import LocatedError, UserError
 
 
 @dataclass
@@ -101,3 +105,40 @@ def parse_module(
     parser = LocatingParser(ctx, text, name, line_offset)
     module = parser.parse_module()
     return module, parser.source_map
+
+
+def verify_located(module: ModuleOp) -> None:
+    """Verify ``module`` op by op, so a failure names the op that failed."""
+    for op in module.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+        except DiagnosticException as err:
+            raise TpDiagnostic(op, str(err)) from None
+    try:
+        check_chip_indices(module)
+    except DiagnosticException as err:
+        raise TpDiagnostic(getattr(err, "op", None), str(err)) from None
+
+
+def load_program(ctx: Context, path: str) -> ModuleOp:
+    """Parse and verify the program in ``path``; a located `ProgramError` if it is bad."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as err:
+        raise UserError(f"cannot read '{path}': {err.strerror}") from None
+    try:
+        module, source_map = parse_module(ctx, text, path)
+    except ParseError as err:
+        raise ProgramError(parse_error_message(err)) from None
+    except DiagnosticException as err:
+        raise ProgramError(located(path, None, str(err).split("\n")[0])) from None
+    try:
+        verify_located(module)
+    except TpDiagnostic as err:
+        raise ProgramError(located(path, source_map.locate(err.op), err.message)) from None
+    return module
+
+
+class ProgramError(LocatedError):
+    """A program that does not parse or verify, its message already located."""

@@ -13,9 +13,7 @@ whole or not at all.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from io import StringIO
@@ -29,19 +27,16 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from tp_dialect.diagnostics import TpDiagnostic
-from tp_dialect.grid import check_chip_indices
 from tp_dialect.passes import TP_PASSES
+from tp_dialect.tools.common import LocatedError, UserError, run_tool, write_output
 from tp_dialect.tools.source import (
     SourceMap,
     located,
     parse_error_message,
     parse_module,
+    verify_located,
 )
 from tp_dialect.universe import register_tp
-
-
-class UserError(Exception):
-    """A one-line error for the user (no location): bad flags, missing files."""
 
 
 class _PassFlag(argparse.Action):
@@ -57,19 +52,6 @@ class _PassFlag(argparse.Action):
         name = self.dest.removeprefix("pass_flag:")
         spec = name if values is None else f"{name}{{{values}}}"
         namespace.flag_pipeline.append(spec)
-
-
-def verify_located(module: ModuleOp) -> None:
-    """Verify ``module`` op by op, so a failure names the op that failed."""
-    for op in module.walk():
-        try:
-            op.verify(verify_nested_ops=False)
-        except DiagnosticException as err:
-            raise TpDiagnostic(op, str(err)) from None
-    try:
-        check_chip_indices(module)
-    except DiagnosticException as err:
-        raise TpDiagnostic(getattr(err, "op", None), str(err)) from None
 
 
 class TpOptMain(xDSLOptMain):
@@ -151,9 +133,9 @@ class TpOptMain(xDSLOptMain):
         try:
             self.apply_passes(module)
         except TpDiagnostic as err:
-            raise _LocatedError(located(name, source_map.locate(err.op), err.message)) from None
+            raise LocatedError(located(name, source_map.locate(err.op), err.message)) from None
         except DiagnosticException as err:
-            raise _LocatedError(located(name, None, _first_line(err))) from None
+            raise LocatedError(located(name, None, _first_line(err))) from None
         return self.output_resulting_program(module)
 
     def run(self) -> None:
@@ -164,29 +146,25 @@ class TpOptMain(xDSLOptMain):
                 out.write("// -----\n")
             try:
                 out.write(self._process(chunk, name, offset))
-            except _LocatedError as err:
+            except LocatedError as err:
                 if not (self.args.verify_diagnostics or self.args.parsing_diagnostics):
                     raise
                 out.write(f"{err}\n")
-        _write_whole(self.args.output_file, out.getvalue())
-
-
-class _LocatedError(Exception):
-    """A formatted, located error (message already includes file:line:col)."""
+        write_output(self.args.output_file, out.getvalue())
 
 
 def _parse(tool: TpOptMain, chunk: str, name: str, offset: int) -> tuple[ModuleOp, SourceMap]:
     try:
         module, source_map = parse_module(tool.ctx, chunk, name, offset)
     except ParseError as err:
-        raise _LocatedError(parse_error_message(err, offset)) from None
+        raise LocatedError(parse_error_message(err, offset)) from None
     except DiagnosticException as err:  # an attribute's verifier, run while parsing
-        raise _LocatedError(located(name, None, _first_line(err))) from None
+        raise LocatedError(located(name, None, _first_line(err))) from None
     if not tool.args.disable_verify:
         try:
             verify_located(module)
         except TpDiagnostic as err:
-            raise _LocatedError(located(name, source_map.locate(err.op), err.message)) from None
+            raise LocatedError(located(name, source_map.locate(err.op), err.message)) from None
     return module, source_map
 
 
@@ -199,54 +177,14 @@ def _summary(factory: Callable[[], type[ModulePass]]) -> str:
     return doc.split("\n\n")[0].replace("\n", " ") if doc else ""
 
 
-def _write_whole(path: str | None, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (or to stdout when no path is given)."""
-    if path is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    write_atomically(path, text)
-
-
-def write_atomically(path: str, text: str) -> None:
-    """``path`` holds ``text`` whole, or is left as it was."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tp-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: 0 on success, 1 on any user-facing error (never a traceback)."""
-    try:
-        TpOptMain(args=argv).run()
-    except SystemExit as exit_:
-        # argparse exits 2 on a bad flag; every user error here is exit 1.
-        return 1 if exit_.code == 2 else int(exit_.code or 0)
-    except _LocatedError as err:
-        print(err, file=sys.stderr)
-        return 1
-    except UserError as err:
-        print(f"tp-opt: error: {err}", file=sys.stderr)
-        return 1
-    except OSError as err:
-        print(f"tp-opt: error: {err}", file=sys.stderr)
-        return 1
-    except Exception as err:  # a bug in xDSL or tp, not the user's: one line still
-        if os.environ.get("TP_DEBUG"):
-            raise
-        print(
-            f"tp-opt: internal error: {type(err).__name__}: {err} "
-            "(set TP_DEBUG=1 for the traceback)",
-            file=sys.stderr,
-        )
-        return 1
-    return 0
+
+    def body(args: Sequence[str] | None) -> int:
+        TpOptMain(args=args).run()
+        return 0
+
+    return run_tool("tp-opt", body, argv)
 
 
 if __name__ == "__main__":

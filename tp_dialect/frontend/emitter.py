@@ -121,9 +121,7 @@ class Emitter:
         out_t = init.type
         assert isinstance(out_t, TensorT)
         maps = [_map(letters, order) for _, letters in ins] + [_map(out_letters, order)]
-        iters = ", ".join(
-            '"reduction"' if c in reduced else '"parallel"' for c in order
-        )
+        iters = ", ".join('"reduction"' if c in reduced else '"parallel"' for c in order)
         in_vals = ", ".join(str(v) for v, _ in ins)
         in_types = ", ".join(str(v.type) for v, _ in ins)
         name = self.fresh(hint)
@@ -163,7 +161,12 @@ class Emitter:
             "linalg.yield %s : f32",
         ]
         return self.generic(
-            hint, [(a, la), (b, lb)], (acc, out_letters), order, reduced, body,
+            hint,
+            [(a, la), (b, lb)],
+            (acc, out_letters),
+            order,
+            reduced,
+            body,
             ["a", "b", "acc"],
         )
 

@@ -25,7 +25,7 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.utils.exceptions import InterpretationError
 
-from tp_dialect.runtime.dtypes import numpy_dtype
+from tp_dialect.dtypes import numpy_dtype
 
 _REDUCERS: dict[type[Operation], np.ufunc] = {
     arith.AddfOp: np.add,
@@ -112,9 +112,7 @@ def _make_plan(op: linalg.GenericOp) -> _Plan:
             letters = "abcdefghijklmnopqrstuvwxyz"
             maps = [m.data for m in op.indexing_maps.data]
             idx = [f.index for f in factors if f is not None]
-            subs = [
-                "".join(letters[d] for d in _dims_of(maps[i], op)) for i in idx
-            ]
+            subs = ["".join(letters[d] for d in _dims_of(maps[i], op)) for i in idx]
             out = "".join(letters[d] for d in _dims_of(maps[len(op.inputs)], op))
             return _Contraction(f"{subs[0]},{subs[1]}->{out}", (idx[0], idx[1]))
     return _Reduction(combine, _REDUCERS[type(combine)])

@@ -32,20 +32,37 @@ from xdsl.interpreter import (
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
+from tp_dialect.dtypes import numpy_dtype
 from tp_dialect.ops import AllReduceOp, ShardOp, UnshardOp
-from tp_dialect.runtime.dtypes import numpy_dtype
 from tp_dialect.runtime.linalg_exec import loop_index, run_generic
 
 _DYNAMIC = -(2**63)
 
 _CMPI = {
-    0: np.equal, 1: np.not_equal, 2: np.less, 3: np.less_equal, 4: np.greater,
-    5: np.greater_equal, 6: np.less, 7: np.less_equal, 8: np.greater, 9: np.greater_equal,
+    0: np.equal,
+    1: np.not_equal,
+    2: np.less,
+    3: np.less_equal,
+    4: np.greater,
+    5: np.greater_equal,
+    6: np.less,
+    7: np.less_equal,
+    8: np.greater,
+    9: np.greater_equal,
 }
 _CMPF = {
-    1: np.equal, 2: np.greater, 3: np.greater_equal, 4: np.less, 5: np.less_equal,
-    6: np.not_equal, 8: np.equal, 9: np.greater, 10: np.greater_equal, 11: np.less,
-    12: np.less_equal, 13: np.not_equal,
+    1: np.equal,
+    2: np.greater,
+    3: np.greater_equal,
+    4: np.less,
+    5: np.less_equal,
+    6: np.not_equal,
+    8: np.equal,
+    9: np.greater,
+    10: np.greater_equal,
+    11: np.less,
+    12: np.less_equal,
+    13: np.not_equal,
 }
 
 
@@ -60,9 +77,7 @@ def _cast(value: Any, dtype: np.dtype) -> Any:
 
 def slice_of(full: np.ndarray, axis: int, ranges: Sequence[tuple[int, int]]) -> np.ndarray:
     """The ranges of ``full`` along ``axis``, concatenated in order (a TpSlice's meaning)."""
-    parts = [
-        full[(slice(None),) * axis + (slice(s, s + n),)] for s, n in ranges
-    ]
+    parts = [full[(slice(None),) * axis + (slice(s, s + n),)] for s, n in ranges]
     return parts[0].copy() if len(parts) == 1 else np.concatenate(parts, axis=axis)
 
 
@@ -150,9 +165,7 @@ class NumpyFunctions(InterpreterFunctions):
         return (_cast(args[0], _result_dtype(op)),)
 
     @impl(arith.IndexCastOp)
-    def run_index_cast(
-        self, interpreter: Interpreter, op: arith.IndexCastOp, args: PythonValues
-    ):
+    def run_index_cast(self, interpreter: Interpreter, op: arith.IndexCastOp, args: PythonValues):
         return (_cast(args[0], _result_dtype(op)),)
 
     # -- tensor ------------------------------------------------------------------------
@@ -175,7 +188,9 @@ class NumpyFunctions(InterpreterFunctions):
         self, interpreter: Interpreter, op: tensor.InsertSliceOp, args: PythonValues
     ):
         dest = args[1].copy()
-        dest[_slice_index(op, args[2:])] = np.reshape(args[0], dest[_slice_index(op, args[2:])].shape)
+        dest[_slice_index(op, args[2:])] = np.reshape(
+            args[0], dest[_slice_index(op, args[2:])].shape
+        )
         return (dest,)
 
     @impl(tensor.ExpandShapeOp)
@@ -214,17 +229,13 @@ class NumpyFunctions(InterpreterFunctions):
         return (loop_index(interpreter, op.dim.value.data),)
 
     @impl_terminator(linalg.YieldOp)
-    def run_linalg_yield(
-        self, interpreter: Interpreter, op: linalg.YieldOp, args: PythonValues
-    ):
+    def run_linalg_yield(self, interpreter: Interpreter, op: linalg.YieldOp, args: PythonValues):
         return ReturnedValues(args), ()
 
     @impl(linalg.FillOp)
     def run_fill(self, interpreter: Interpreter, op: linalg.FillOp, args: PythonValues):
         n_in = len(op.inputs)
-        return tuple(
-            np.full(out.shape, args[0], out.dtype) for out in args[n_in:]
-        )
+        return tuple(np.full(out.shape, args[0], out.dtype) for out in args[n_in:])
 
     @impl(linalg.AddOp)
     def run_linalg_add(self, interpreter: Interpreter, op: linalg.AddOp, args: PythonValues):
@@ -271,9 +282,7 @@ def _slice_index(
     offsets = [next(values) if o == _DYNAMIC else o for o in op.static_offsets.get_values()]
     sizes = [next(values) if s == _DYNAMIC else s for s in op.static_sizes.get_values()]
     strides = [next(values) if s == _DYNAMIC else s for s in op.static_strides.get_values()]
-    return tuple(
-        slice(o, o + s * st, st) for o, s, st in zip(offsets, sizes, strides, strict=True)
-    )
+    return tuple(slice(o, o + s * st, st) for o, s, st in zip(offsets, sizes, strides, strict=True))
 
 
 def _eval_block(

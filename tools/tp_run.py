@@ -1,0 +1,162 @@
+"""tp-run: run a tp program on the reference interpreter, binding arguments by name.
+
+``tp-run layer.mlir --weights ckpt.safetensors --inputs in.npz --outputs out.npz [--check]``
+
+Weights are sliced onto chips through the manifest as the host would load them; ``--check``
+also runs the unsharded program (regenerated from the module's ``tp.config``, or
+``--against FILE``) on the same weights and inputs and fails above tolerance.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+
+from tp_dialect.frontend.qwen3 import GenError, Qwen3Config, generate
+from tp_dialect.runtime.checkpoint import (
+    MemorySource,
+    SafetensorsSource,
+    TensorSource,
+    place_weights,
+    random_inputs,
+    random_weights,
+)
+from tp_dialect.runtime.reference import run_program
+from tp_dialect.signature import BindError
+from tp_dialect.tools.common import UserError, run_tool, write_atomically
+from tp_dialect.tools.source import load_program, parse_module
+from tp_dialect.universe import tp_context
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tp-run", description="Run a tp program on numpy.")
+    p.add_argument("program", help="the .mlir program (e.g. from tp-gen or tp-opt)")
+    w = p.add_mutually_exclusive_group(required=True)
+    w.add_argument("--weights", help="a .safetensors checkpoint under Hugging Face names")
+    w.add_argument("--random-weights", type=int, metavar="SEED", help="random weights")
+    i = p.add_mutually_exclusive_group(required=True)
+    i.add_argument("--inputs", help="an .npz of decode inputs by name")
+    i.add_argument("--random-inputs", type=int, metavar="SEED", help="random decode inputs")
+    p.add_argument("--position", type=int, default=3, help="position for --random-inputs")
+    p.add_argument("--outputs", help="write the results by name to this .npz")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="also run the unsharded program and compare every output",
+    )
+    p.add_argument("--against", help="the unsharded program to check against (a file)")
+    p.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance of --check")
+    p.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance of --check")
+    return p
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One output of the checked program against the reference's."""
+
+    name: str
+    max_abs: float
+    max_rel: float  # max |a - b| / max |b|
+    ok: bool
+
+
+def compare(
+    got: Mapping[str, np.ndarray], want: Mapping[str, np.ndarray], rtol: float, atol: float
+) -> list[Comparison]:
+    """Every output of ``want`` compared with ``got``: max abs and relative error."""
+    rows = []
+    for name, ref in want.items():
+        if name not in got:
+            raise UserError(f"the checked program has no output '{name}'")
+        a, b = np.asarray(got[name], np.float64), np.asarray(ref, np.float64)
+        if a.shape != b.shape:
+            raise UserError(f"output '{name}': shape {list(a.shape)} vs {list(b.shape)}")
+        err = float(np.max(np.abs(a - b))) if a.size else 0.0
+        scale = float(np.max(np.abs(b))) if b.size else 0.0
+        rows.append(
+            Comparison(name, err, err / scale if scale else err, err <= atol + rtol * scale)
+        )
+    return rows
+
+
+def _source(args: argparse.Namespace, module: ModuleOp) -> TensorSource:
+    if args.weights:
+        return SafetensorsSource(args.weights)
+    return MemorySource(random_weights(module, args.random_weights))
+
+
+def _inputs(args: argparse.Namespace, module: ModuleOp) -> dict[str, np.ndarray]:
+    if args.inputs is None:
+        return random_inputs(module, args.random_inputs, args.position)
+    try:
+        with np.load(args.inputs) as data:
+            return {k: data[k] for k in data.files}
+    except (OSError, ValueError) as err:
+        raise UserError(f"cannot read inputs '{args.inputs}': {err}") from None
+
+
+def _reference(args: argparse.Namespace, module: ModuleOp) -> ModuleOp:
+    ctx = tp_context()
+    if args.against:
+        return load_program(ctx, args.against)
+    if "tp.config" not in module.attributes:
+        raise UserError("--check needs --against FILE: the program records no tp.config")
+    cfg = Qwen3Config.from_attr(module.attributes["tp.config"])
+    reference, _ = parse_module(ctx, generate(cfg.unsharded()), "<unsharded>")
+    return reference
+
+
+def execute(
+    module: ModuleOp, source: TensorSource, inputs: Mapping[str, np.ndarray]
+) -> tuple[dict[str, np.ndarray], float, float]:
+    """Load weights through the manifest, run; the results, load time and run time."""
+    t0 = time.perf_counter()
+    placement = place_weights(module, source)
+    t1 = time.perf_counter()
+    outputs = run_program(module, {**placement.values, **inputs}, placement.placed)
+    return outputs, t1 - t0, time.perf_counter() - t1
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    args = parser().parse_args(argv)
+    module = load_program(tp_context(), args.program)
+    source = _source(args, module)
+    inputs = _inputs(args, module)
+    outputs, load_s, run_s = execute(module, source, inputs)
+    chips = module.attributes.get("tp.chips")
+    print(
+        f"ran {args.program} ({chips.value.data if chips else 1} chip(s)): "
+        f"load {load_s * 1e3:.1f} ms, run {run_s * 1e3:.1f} ms"
+    )
+    if args.outputs:
+        buffer = io.BytesIO()
+        np.savez(buffer, **outputs)
+        write_atomically(args.outputs, buffer.getvalue())
+        print(f"wrote {len(outputs)} output(s) to {args.outputs}")
+    if not (args.check or args.against):
+        return 0
+    reference = _reference(args, module)
+    want, _, _ = execute(reference, source, inputs)
+    rows = compare(outputs, want, args.rtol, args.atol)
+    width = max(len(r.name) for r in rows)
+    print(f"check against the unsharded program (rtol {args.rtol:g}, atol {args.atol:g}):")
+    for r in rows:
+        verdict = "ok" if r.ok else "FAIL"
+        print(f"  {r.name:<{width}}  max abs {r.max_abs:.3e}  max rel {r.max_rel:.3e}  {verdict}")
+    return 0 if all(r.ok for r in rows) else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point: 0 on success (and a passing check), 1 otherwise, never a traceback."""
+    return run_tool("tp-run", _main, argv, (BindError, GenError))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

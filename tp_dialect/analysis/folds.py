@@ -1,0 +1,74 @@
+"""The seed's spelling of an all-reduce: a left fold of adds over chip-local partials.
+
+``s1 = p0 + p1; s2 = s1 + p2; ...`` — each add's left operand the previous sum (used only
+there), its right operand the next partial. `find_folds` returns every maximal such chain
+whose partials are all chip-owned; whether it is a *valid* all-reduce (one partial per
+chip, in chip order) is for the verifier to judge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from xdsl.dialects import arith, linalg
+from xdsl.ir import Operation, SSAValue
+
+from tp_dialect.attrs import chip_of
+
+
+@dataclass(frozen=True)
+class Fold:
+    """One left fold: its add ops in order, and the partials it sums in order."""
+
+    ops: tuple[Operation, ...]
+    partials: tuple[SSAValue, ...]
+
+    @property
+    def result(self) -> SSAValue:
+        return self.ops[-1].results[0]
+
+    @property
+    def chips(self) -> tuple[int | None, ...]:
+        return tuple(chip_of(p.type) for p in self.partials)
+
+
+def _add_operands(op: Operation) -> tuple[SSAValue, SSAValue] | None:
+    if isinstance(op, linalg.AddOp) and len(op.inputs) == 2:
+        return op.inputs[0], op.inputs[1]
+    if isinstance(op, arith.AddfOp):
+        return op.lhs, op.rhs
+    return None
+
+
+def _continues(op: Operation) -> Operation | None:
+    """The add that takes ``op``'s sum as its left operand, if that is its only use."""
+    uses = list(op.results[0].uses)
+    if len(uses) != 1:
+        return None
+    user = uses[0].operation
+    operands = _add_operands(user)
+    if operands is None or operands[0] is not op.results[0]:
+        return None
+    return user
+
+
+def find_folds(root: Operation) -> Iterator[Fold]:
+    """Every maximal left fold of adds under ``root`` whose partials are chip-owned."""
+    for op in root.walk():
+        operands = _add_operands(op)
+        if operands is None:
+            continue
+        lhs, _ = operands
+        # Start only at the head: its left operand is not itself a continued sum.
+        if lhs.owner is not None and isinstance(lhs.owner, Operation):
+            if _add_operands(lhs.owner) is not None and _continues(lhs.owner) is op:
+                continue
+        chain = [op]
+        while (nxt := _continues(chain[-1])) is not None:
+            chain.append(nxt)
+        first = _add_operands(chain[0])
+        assert first is not None
+        partials = [first[0]] + [_add_operands(o)[1] for o in chain]  # type: ignore[index]
+        if len(partials) >= 2 and all(chip_of(p.type) is not None for p in partials):
+            yield Fold(tuple(chain), tuple(partials))
