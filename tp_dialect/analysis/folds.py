@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from xdsl.dialects import arith, linalg
+from xdsl.dialects import arith
+from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation, SSAValue
 
 from tp_dialect.attrs import chip_of

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from xdsl.dialects import arith, linalg
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.linalg import ops as linalg
 from xdsl.interpreter import Interpreter
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineMap

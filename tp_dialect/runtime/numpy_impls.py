@@ -13,13 +13,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.dialects import arith, linalg, math, tensor
+from xdsl.dialects import arith, math, tensor
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     FloatAttr,
     IntegerAttr,
     TensorType,
 )
+from xdsl.dialects.linalg import ops as linalg
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
