@@ -23,7 +23,7 @@ def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
     ("name", "where"),
     [
         ("syntax_error.mlir", ":3:25: error: "),
-        ("unknown_op.mlir", ":3:24: error: Operation tp.frobnicate is not registered"),
+        ("unknown_op.mlir", ":3:5: error: Operation tp.frobnicate is not registered"),
         ("bad_chip.mlir", ":3:5: error: 'tensor.empty' result #0 is on chip 3"),
         ("bad_slice.mlir", ":3:34: error: #tp.slice: range (6, 4) is out of bounds"),
     ],

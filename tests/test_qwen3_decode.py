@@ -16,20 +16,37 @@ from tp_dialect.runtime.reference import run_program
 def _weights_inputs(cfg: Qwen3Config, seed: int, position: int):
     rng = np.random.default_rng(seed)
     weights = random_qwen3_weights(
-        rng, layers=cfg.layers, hidden=cfg.hidden, heads=cfg.heads, kv_heads=cfg.kv_heads,
-        head_dim=cfg.head_dim, intermediate=cfg.intermediate,
+        rng,
+        layers=cfg.layers,
+        hidden=cfg.hidden,
+        heads=cfg.heads,
+        kv_heads=cfg.kv_heads,
+        head_dim=cfg.head_dim,
+        intermediate=cfg.intermediate,
     )
     inputs = random_qwen3_inputs(
-        rng, layers=cfg.layers, batch=cfg.batch, hidden=cfg.hidden, kv_heads=cfg.kv_heads,
-        head_dim=cfg.head_dim, max_positions=cfg.max_positions, position=position,
+        rng,
+        layers=cfg.layers,
+        batch=cfg.batch,
+        hidden=cfg.hidden,
+        kv_heads=cfg.kv_heads,
+        head_dim=cfg.head_dim,
+        max_positions=cfg.max_positions,
+        position=position,
     )
     return weights, inputs
 
 
 def _reference(cfg: Qwen3Config, weights, inputs):
     return qwen3_decode(
-        weights, inputs, layers=cfg.layers, heads=cfg.heads, kv_heads=cfg.kv_heads,
-        head_dim=cfg.head_dim, eps=cfg.eps, theta=cfg.theta,
+        weights,
+        inputs,
+        layers=cfg.layers,
+        heads=cfg.heads,
+        kv_heads=cfg.kv_heads,
+        head_dim=cfg.head_dim,
+        eps=cfg.eps,
+        theta=cfg.theta,
     )
 
 
@@ -69,8 +86,7 @@ def test_tp_program_equals_unsharded_and_numpy(chips: int, layers: int, batch: i
 def test_fold_spelling_computes_the_same(chips: int) -> None:
     cfg = tiny(chips=chips, layers=2, fold=True)
     weights, inputs = _weights_inputs(cfg, seed=7, position=4)
-    _close(run_program(program(cfg), {**weights, **inputs}), _reference(cfg, weights, inputs),
-           1e-5)
+    _close(run_program(program(cfg), {**weights, **inputs}), _reference(cfg, weights, inputs), 1e-5)
 
 
 @pytest.mark.parametrize("chips", [2, 8])
@@ -89,8 +105,11 @@ def test_fused_qkv_and_gate_up_checkpoints(chips: int) -> None:
         )
     got = run_program(program(cfg), {**fused, **inputs})
     _close(got, _reference(cfg, weights, inputs), 1e-5)
-    _close(run_program(program(cfg.unsharded()), {**fused, **inputs}), _reference(
-        cfg, weights, inputs), 1e-5)
+    _close(
+        run_program(program(cfg.unsharded()), {**fused, **inputs}),
+        _reference(cfg, weights, inputs),
+        1e-5,
+    )
 
 
 def test_bf16_weights_compute_in_f32() -> None:

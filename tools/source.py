@@ -69,7 +69,18 @@ class LocatingParser(Parser):
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
-        op = super().parse_operation()
+        try:
+            op = super().parse_operation()
+        except ParseError as err:
+            # xDSL points an unknown op at the token after its name; point at the op.
+            unknown = err.msg.startswith("Operation ") and err.msg.endswith("not registered")
+            if unknown and not getattr(err, "pointed", False):
+                try:
+                    self.raise_error(err.msg, start, start + 1)
+                except ParseError as pointed:
+                    pointed.pointed = True  # type: ignore[attr-defined]
+                    raise pointed from None
+            raise
         self.source_map.starts[op] = start
         return op
 

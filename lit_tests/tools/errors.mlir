@@ -14,7 +14,7 @@
 // SYNTAX-NEXT: {{^}}                        ^
 // SYNTAX-NOT: Traceback
 
-// UNKNOWN-LABEL: unknown_op.mlir:3:24: error: Operation tp.frobnicate is not registered
+// UNKNOWN-LABEL: unknown_op.mlir:3:5: error: Operation tp.frobnicate is not registered
 // UNKNOWN-NEXT: %b = tp.frobnicate %a : tensor<4xf32>
 // UNKNOWN-NOT: Traceback
 
