@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from benchmarks import parse_print
+from benchmarks import decode_step, parse_print
 
 
 def main() -> None:
     parse_print.main()
+    decode_step.main()
 
 
 if __name__ == "__main__":

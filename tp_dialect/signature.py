@@ -43,7 +43,7 @@ def _np_dtype(name: str) -> np.dtype:
 
 def entry_function(module: ModuleOp) -> FuncOp:
     """The function a host calls: ``@decode`` if present, else the module's only function."""
-    funcs = [op for op in module.walk() if isinstance(op, FuncOp)]
+    funcs = [op for op in module.ops if isinstance(op, FuncOp)]  # functions are top level
     for f in funcs:
         if f.sym_name.data == "decode":
             return f

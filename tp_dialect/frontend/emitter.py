@@ -63,6 +63,10 @@ class Emitter:
     lines: list[str] = field(default_factory=list[str])
     indent: str = "    "
     _used: dict[str, int] = field(default_factory=dict[str, int])
+    # Constants and filled tensors are emitted once and reused: the body is one
+    # straight-line block, so the first definition dominates every later use.
+    _scalars: dict[tuple[str, str], Value] = field(default_factory=dict[tuple[str, str], Value])
+    _fills: dict[tuple[str, str], Value] = field(default_factory=dict[tuple[str, str], Value])
 
     def fresh(self, hint: str) -> str:
         n = self._used.get(hint, 0)
@@ -83,20 +87,34 @@ class Emitter:
     # -- scalars and constants ---------------------------------------------------------
 
     def scalar(self, hint: str, value: float, dtype: str = "f32") -> Value:
+        """A scalar constant (the first one of this value and type; ``hint`` names it)."""
         text = float_literal(value) if dtype.startswith(("f", "bf")) else str(int(value))
-        return self.bind(hint, dtype, f"arith.constant {text} : {dtype}")
+        key = (text, dtype)
+        if key not in self._scalars:
+            self._scalars[key] = self.bind(hint, dtype, f"arith.constant {text} : {dtype}")
+        return self._scalars[key]
 
     def dense(self, hint: str, values: Sequence[float], t: TensorT) -> Value:
         body = ", ".join(float_literal(v) for v in values)
         return self.bind(hint, t, f"arith.constant dense<[{body}]> : {t}")
 
+    def empty(self, t: TensorT) -> Value:
+        """A ``tensor.empty`` of type ``t``: shared, since an init a body never reads only
+        gives its result's shape."""
+        key = (str(t), "empty")
+        if key not in self._fills:
+            self._fills[key] = self.bind(chip_hint("empty", t.chip), t, f"tensor.empty() : {t}")
+        return self._fills[key]
+
     def filled(self, hint: str, t: TensorT, fill: Value) -> Value:
-        empty = self.bind(f"{hint}_init", t, f"tensor.empty() : {t}")
-        return self.bind(
-            hint,
-            t,
-            f"linalg.fill ins({fill} : {fill.type}) outs({empty} : {t}) -> {t}",
-        )
+        """A tensor of type ``t`` filled with ``fill`` (one per type and value)."""
+        key = (str(t), fill.name)
+        if key not in self._fills:
+            empty = self.empty(t)
+            self._fills[key] = self.bind(
+                hint, t, f"linalg.fill ins({fill} : {fill.type}) outs({empty} : {t}) -> {t}"
+            )
+        return self._fills[key]
 
     # -- linalg.generic shapes ---------------------------------------------------------
 
@@ -117,7 +135,7 @@ class Emitter:
         """
         init, out_letters = out
         if isinstance(init, TensorT):
-            init = self.bind(f"{hint}_init", init, f"tensor.empty() : {init}")
+            init = self.empty(init)
         out_t = init.type
         assert isinstance(out_t, TensorT)
         maps = [_map(letters, order) for _, letters in ins] + [_map(out_letters, order)]
@@ -144,8 +162,7 @@ class Emitter:
         la, lb = lhs.split(",")
         order = out_letters + "".join(sorted(set(la + lb) - set(out_letters)))
         reduced = "".join(c for c in order if c not in out_letters)
-        zero = self.scalar("zero", 0.0)
-        acc = self.filled(f"{hint}_acc", out_t, zero)
+        acc = self.filled(chip_hint("zeros", out_t.chip), out_t, self.scalar("zero", 0.0))
         body = []
         xa, xb = "%a", "%b"
         for arg, t in (("a", a.type), ("b", b.type)):
@@ -169,6 +186,11 @@ class Emitter:
             body,
             ["a", "b", "acc"],
         )
+
+
+def chip_hint(what: str, chip: int | None) -> str:
+    """A value name hint marked with its chip (``zeros_c1``), unmarked on the spine."""
+    return what if chip is None else f"{what}_c{chip}"
 
 
 def float_literal(value: float) -> str:

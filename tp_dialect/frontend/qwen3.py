@@ -24,7 +24,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
-from tp_dialect.frontend.emitter import Emitter, TensorT, Value, float_literal
+from tp_dialect.frontend.emitter import Emitter, TensorT, Value, chip_hint, float_literal
 
 PRESETS: dict[str, dict[str, int | float]] = {
     # Small enough for property tests; GQA (2 query heads per KV head) and 8 KV heads,
@@ -276,8 +276,8 @@ class _Writer:
         assert isinstance(xt, TensorT)
         letters = "bcdefgh"[: len(xt.shape) - 1] + "z"
         rows = letters[:-1]
-        zero = e.scalar("zero", 0.0)
-        acc = e.filled(f"{hint}_ss_acc", TensorT(xt.shape[:-1], "f32", xt.chip), zero)
+        rows_t = TensorT(xt.shape[:-1], "f32", xt.chip)
+        acc = e.filled(chip_hint("zeros", xt.chip), rows_t, e.scalar("zero", 0.0))
         ss = e.generic(
             f"{hint}_ss",
             [(x, letters)],
@@ -291,8 +291,8 @@ class _Writer:
             ],
             ["x", "acc"],
         )
-        n = e.scalar(f"{hint}_n", float(xt.shape[-1]))
-        eps = e.scalar(f"{hint}_eps", self.cfg.eps)
+        n = e.scalar(f"n{xt.shape[-1]}", float(xt.shape[-1]))
+        eps = e.scalar("eps", self.cfg.eps)
         wt = w.type
         assert isinstance(wt, TensorT)
         ext = [] if wt.dtype == "f32" else [f"%w32 = arith.extf %w : {wt.dtype} to f32"]
@@ -369,7 +369,7 @@ class _Writer:
             )
         acc = partials[0]
         for c, p in enumerate(partials[1:], start=1):
-            init = e.bind(f"{hint}_fold{c}_init", t, f"tensor.empty() : {t}")
+            init = e.empty(t)
             acc = e.bind(
                 hint if c == len(partials) - 1 else f"{hint}_fold{c}",
                 t,
@@ -548,8 +548,8 @@ class _Writer:
         m = cfg.max_positions
         st = TensorT((b, k, g, m), "f32", qt.chip)
         scores = e.einsum(f"{tag}_scores", "bkgd,bkmd->bkgm", q, keys, st)
-        scale = e.scalar(f"{tag}_scale", 1.0 / math.sqrt(d))
-        neg_inf = e.scalar(f"{tag}_neg_inf", float("-inf"))
+        scale = e.scalar("inv_sqrt_head_dim", 1.0 / math.sqrt(d))
+        neg_inf = e.scalar("neg_inf", float("-inf"))
         masked = e.generic(
             f"{tag}_masked",
             [(scores, "bkgm")],
@@ -569,7 +569,7 @@ class _Writer:
         mx = e.generic(
             f"{tag}_max",
             [(masked, "bkgm")],
-            (e.filled(f"{tag}_max_acc", rt, neg_inf), "bkg"),
+            (e.filled(chip_hint("neg_infs", qt.chip), rt, neg_inf), "bkg"),
             "bkgm",
             "m",
             ["%r = arith.maximumf %acc, %s : f32", "linalg.yield %r : f32"],
@@ -584,11 +584,11 @@ class _Writer:
             ["%z = arith.subf %s, %mx : f32", "%r = math.exp %z : f32", "linalg.yield %r : f32"],
             ["s", "mx", "o"],
         )
-        zero = e.scalar("zero", 0.0)
+        zeros = e.filled(chip_hint("zeros", qt.chip), rt, e.scalar("zero", 0.0))
         total = e.generic(
             f"{tag}_sum",
             [(ex, "bkgm")],
-            (e.filled(f"{tag}_sum_acc", rt, zero), "bkg"),
+            (zeros, "bkg"),
             "bkgm",
             "m",
             ["%r = arith.addf %acc, %s : f32", "linalg.yield %r : f32"],

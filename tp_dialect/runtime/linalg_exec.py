@@ -13,7 +13,7 @@ cover what the programs use, and anything else is refused by name rather than ru
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +27,7 @@ from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.utils.exceptions import InterpretationError
 
 from tp_dialect.dtypes import numpy_dtype
+from tp_dialect.runtime.scalar_ops import Kernel, kernel_for
 
 _REDUCERS: dict[type[Operation], np.ufunc] = {
     arith.AddfOp: np.add,
@@ -36,24 +37,138 @@ _REDUCERS: dict[type[Operation], np.ufunc] = {
 }
 
 
-@dataclass(frozen=True)
-class _Contraction:
-    subscripts: str
-    operands: tuple[int, int]  # block-arg indices of the two factors
+@dataclass
+class _Plan:
+    """How to run one generic, worked out once from its IR (shapes are static)."""
+
+    kind: str  # "contraction" | "reduction" | "map"
+    n_in: int
+    rank: int
+    dims: list[list[int]]  # per operand, the loop dim of each of its axes
+    out_dtypes: list[np.dtype]
+    subscripts: str = ""
+    factors: tuple[int, int] = (0, 0)  # block-arg indices of a contraction's factors
+    combine: Operation | None = None
+    ufunc: np.ufunc | None = None
+    reduce_axes: tuple[int, ...] = ()
+    matmul: _MatmulPlan | None = None  # a contraction as one batched matmul, or None
+    body: _Body | None = None  # the body compiled to numpy kernels (maps and reductions)
 
 
 @dataclass(frozen=True)
-class _Reduction:
-    combine: Operation
-    ufunc: np.ufunc
+class _Step:
+    """One body op: its kernel (None: ask the interpreter) and where its operands live."""
+
+    op: Operation
+    kernel: Kernel | None
+    operands: tuple[int | SSAValue, ...]  # an int is a slot of the body's frame
+    slot: int
 
 
 @dataclass(frozen=True)
-class _Map:
-    pass
+class _Body:
+    """A generic's body as straight-line numpy calls over a frame of slots."""
+
+    steps: tuple[_Step, ...]
+    results: tuple[int | SSAValue, ...]
+    frame: int
+
+    def run(self, interpreter: Interpreter, args: Sequence[Any], sizes: list[int]) -> list[Any]:
+        frame: list[Any] = [*args, *([None] * (self.frame - len(args)))]
+
+        def get(ref: int | SSAValue) -> Any:
+            return frame[ref] if isinstance(ref, int) else interpreter.get_values([ref])[0]
+
+        for step in self.steps:
+            values = [get(r) for r in step.operands]
+            if isinstance(step.op, linalg.IndexOp):
+                frame[step.slot] = _loop_index(sizes, step.op.dim.value.data)
+            elif step.kernel is not None:
+                frame[step.slot] = step.kernel(*values)
+            else:
+                frame[step.slot] = interpreter.run_op(step.op, tuple(values))[0]
+        return [get(r) for r in self.results]
 
 
-_Plan = _Contraction | _Reduction | _Map
+def _compile_body(op: linalg.GenericOp, stop: Operation | None) -> _Body:
+    """The body up to its yield (or, for a reduction, up to ``stop``, returning the value
+    ``stop`` combines with the accumulator)."""
+    block = op.body.block
+    slots: dict[SSAValue, int] = {arg: i for i, arg in enumerate(block.args)}
+
+    def ref(value: SSAValue) -> int | SSAValue:
+        return slots.get(value, value)
+
+    steps = []
+    for body_op in block.ops:
+        if body_op is stop:
+            acc = block.args[len(op.inputs)]
+            other = body_op.operands[1] if body_op.operands[0] is acc else body_op.operands[0]
+            return _Body(tuple(steps), (ref(other),), len(slots))
+        if isinstance(body_op, linalg.YieldOp):
+            return _Body(tuple(steps), tuple(ref(v) for v in body_op.operands), len(slots))
+        if len(body_op.results) != 1:
+            raise InterpretationError(f"{body_op.name} in a linalg.generic body")
+        slot = len(slots)
+        steps.append(
+            _Step(body_op, kernel_for(body_op), tuple(ref(v) for v in body_op.operands), slot)
+        )
+        slots[body_op.results[0]] = slot
+    raise InterpretationError("linalg.generic body has no linalg.yield")
+
+
+@dataclass(frozen=True)
+class _MatmulPlan:
+    """A two-operand contraction as transpose -> reshape -> ``np.matmul`` -> transpose.
+
+    BLAS reads transposed operands in place, so a weight ``[out, in]`` is never copied.
+    """
+
+    perm_a: tuple[int, ...]
+    perm_b: tuple[int, ...]
+    shape_a: tuple[int, ...]  # (batch, free_a, contracted)
+    shape_b: tuple[int, ...]  # (batch, contracted, free_b)
+    shape_out: tuple[int, ...]  # batch letters, free_a letters, free_b letters
+    perm_out: tuple[int, ...]
+
+
+def _matmul_plan(subscripts: str, a: np.ndarray, b: np.ndarray) -> _MatmulPlan | None:
+    lhs, out = subscripts.split("->")
+    sa, sb = lhs.split(",")
+    if len(set(sa)) != len(sa) or len(set(sb)) != len(sb):
+        return None
+    batch = [c for c in sa if c in sb and c in out]
+    contracted = [c for c in sa if c in sb and c not in out]
+    free_a = [c for c in sa if c not in sb]
+    free_b = [c for c in sb if c not in sa]
+    if any(c not in out for c in free_a + free_b):
+        return None  # a letter summed over one operand alone: leave it to einsum
+    size = {**dict(zip(sa, a.shape, strict=True)), **dict(zip(sb, b.shape, strict=True))}
+
+    def prod(letters: list[str]) -> int:
+        return int(np.prod([size[c] for c in letters], dtype=np.int64))
+
+    order = batch + free_a + free_b
+    return _MatmulPlan(
+        tuple(sa.index(c) for c in batch + free_a + contracted),
+        tuple(sb.index(c) for c in batch + contracted + free_b),
+        (prod(batch), prod(free_a), prod(contracted)),
+        (prod(batch), prod(contracted), prod(free_b)),
+        tuple(size[c] for c in order),
+        tuple(order.index(c) for c in out),
+    )
+
+
+def _contract(plan: _Plan, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    mm = plan.matmul
+    if mm is None:
+        return np.einsum(plan.subscripts, a, b)
+    product = np.matmul(
+        a.transpose(mm.perm_a).reshape(mm.shape_a), b.transpose(mm.perm_b).reshape(mm.shape_b)
+    )
+    return product.reshape(mm.shape_out).transpose(mm.perm_out)
+
+
 _PLANS: dict[int, tuple[Operation, _Plan]] = {}
 
 
@@ -88,14 +203,24 @@ def _plan(op: linalg.GenericOp) -> _Plan:
 
 def _make_plan(op: linalg.GenericOp) -> _Plan:
     block = op.body.block
+    maps = [m.data for m in op.indexing_maps.data]
+    n_in = len(op.inputs)
+    plan = _Plan(
+        "map",
+        n_in,
+        maps[0].num_dims,
+        [_dims_of(m, op) for m in maps],
+        [_dtype(r.type) for r in op.results],
+    )
     iters = [str(it.data) for it in op.iterator_types.data]
     yield_op = block.last_op
     assert isinstance(yield_op, linalg.YieldOp)
     if "reduction" not in iters:
-        return _Map()
+        plan.body = _compile_body(op, None)
+        return plan
     if len(op.outputs) != 1 or len(yield_op.operands) != 1:
         raise InterpretationError("linalg.generic: a reduction with several outputs")
-    acc = block.args[len(op.inputs)]
+    acc = block.args[n_in]
     combine = yield_op.operands[0].owner
     if type(combine) not in _REDUCERS or acc not in combine.operands:
         raise InterpretationError(
@@ -111,12 +236,16 @@ def _make_plan(op: linalg.GenericOp) -> _Plan:
         only_extf = all(isinstance(o, arith.ExtFOp) for o in body_ops)
         if all(f is not None for f in factors) and only_extf and len(list(other.uses)) == 1:
             letters = "abcdefghijklmnopqrstuvwxyz"
-            maps = [m.data for m in op.indexing_maps.data]
             idx = [f.index for f in factors if f is not None]
-            subs = ["".join(letters[d] for d in _dims_of(maps[i], op)) for i in idx]
-            out = "".join(letters[d] for d in _dims_of(maps[len(op.inputs)], op))
-            return _Contraction(f"{subs[0]},{subs[1]}->{out}", (idx[0], idx[1]))
-    return _Reduction(combine, _REDUCERS[type(combine)])
+            subs = ["".join(letters[d] for d in plan.dims[i]) for i in idx]
+            out = "".join(letters[d] for d in plan.dims[n_in])
+            plan.kind, plan.factors = "contraction", (idx[0], idx[1])
+            plan.subscripts = f"{subs[0]},{subs[1]}->{out}"
+            return plan
+    plan.kind, plan.combine, plan.ufunc = "reduction", combine, _REDUCERS[type(combine)]
+    plan.reduce_axes = tuple(d for d in range(plan.rank) if d not in plan.dims[n_in])
+    plan.body = _compile_body(op, combine)
+    return plan
 
 
 def _on_domain(arr: Any, dims: Sequence[int], rank: int) -> Any:
@@ -140,47 +269,39 @@ def _from_domain(arr: np.ndarray, dims: Sequence[int], shape: Sequence[int]) -> 
 
 
 def run_generic(
-    interpreter: Interpreter,
-    op: linalg.GenericOp,
-    args: Sequence[Any],
-    eval_body: Callable[[list[Any], Operation | None], list[Any]],
+    interpreter: Interpreter, op: linalg.GenericOp, args: Sequence[Any]
 ) -> tuple[np.ndarray, ...]:
     """The results of ``op`` on ``args`` (ins then outs), computed on whole arrays."""
-    n_in = len(op.inputs)
-    maps = [m.data for m in op.indexing_maps.data]
-    rank = maps[0].num_dims
-    dims = [_dims_of(m, op) for m in maps]
-    sizes = [1] * rank
-    for arr, ds in zip(args, dims, strict=True):
+    plan = _plan(op)
+    n_in = plan.n_in
+    if plan.kind == "contraction":
+        i, j = plan.factors
+        a, b = (np.asarray(args[k], dtype=np.float32) for k in (i, j))
+        if plan.matmul is None:
+            plan.matmul = _matmul_plan(plan.subscripts, a, b)
+        product = _contract(plan, a, b)
+        return (np.asarray(args[n_in] + product, dtype=plan.out_dtypes[0]),)
+
+    sizes = [1] * plan.rank
+    for arr, ds in zip(args, plan.dims, strict=True):
         if isinstance(arr, np.ndarray):
             for axis, d in enumerate(ds):
                 sizes[d] = arr.shape[axis]
-    out_types = [r.type for r in op.results]
-    plan = _plan(op)
-
-    if isinstance(plan, _Contraction):
-        i, j = plan.operands
-        a, b = (np.asarray(args[k], dtype=np.float32) for k in (i, j))
-        product = np.einsum(plan.subscripts, a, b, optimize=True)
-        return (np.asarray(args[n_in] + product, dtype=_dtype(out_types[0])),)
-
-    views = [_on_domain(a, d, rank) for a, d in zip(args, dims, strict=True)]
-    with _domain(interpreter, sizes):
-        if isinstance(plan, _Reduction):
-            (value,) = eval_body(views[:n_in], plan.combine)
-            full = np.broadcast_to(value, sizes)
-            out_dims = dims[n_in]
-            reduce_axes = tuple(d for d in range(rank) if d not in out_dims)
-            reduced = plan.ufunc.reduce(full, axis=reduce_axes)
-            shaped = _from_domain(reduced, out_dims, args[n_in].shape)
-            return (np.asarray(plan.ufunc(args[n_in], shaped), dtype=_dtype(out_types[0])),)
-        values = eval_body(views, None)
+    views = [_on_domain(a, d, plan.rank) for a, d in zip(args, plan.dims, strict=True)]
+    assert plan.body is not None
+    if plan.kind == "reduction":
+        assert plan.ufunc is not None
+        (value,) = plan.body.run(interpreter, views[:n_in], sizes)
+        full = np.broadcast_to(value, sizes)
+        reduced = plan.ufunc.reduce(full, axis=plan.reduce_axes)
+        shaped = _from_domain(reduced, plan.dims[n_in], args[n_in].shape)
+        return (np.asarray(plan.ufunc(args[n_in], shaped), dtype=plan.out_dtypes[0]),)
+    values = plan.body.run(interpreter, views, sizes)
     results = []
     for k, value in enumerate(values):
-        out_dims = dims[n_in + k]
         domain = np.broadcast_to(value, sizes)
-        out = _from_domain(domain, out_dims, args[n_in + k].shape)
-        results.append(np.array(out, dtype=_dtype(out_types[k])))
+        out = _from_domain(domain, plan.dims[n_in + k], args[n_in + k].shape)
+        results.append(np.array(out, dtype=plan.out_dtypes[k]))
     return tuple(results)
 
 
@@ -189,30 +310,8 @@ def _dtype(t: Any) -> np.dtype:
     return numpy_dtype(t.element_type)
 
 
-class _domain:
-    """Makes the loop domain visible to ``linalg.index`` while a body runs."""
-
-    def __init__(self, interpreter: Interpreter, sizes: list[int]) -> None:
-        self.interpreter, self.sizes = interpreter, sizes
-
-    def __enter__(self) -> None:
-        stack = self.interpreter.get_data(_DomainStack, "domains", list)
-        stack.append(self.sizes)
-
-    def __exit__(self, *exc: object) -> None:
-        self.interpreter.get_data(_DomainStack, "domains", list).pop()
-
-
-class _DomainStack:
-    """Key under which the interpreter keeps the stack of loop domains."""
-
-
-def loop_index(interpreter: Interpreter, dim: int) -> np.ndarray:
-    """``linalg.index dim`` on the current loop domain: an arange along that dim."""
-    stack = interpreter.get_data(_DomainStack, "domains", list)
-    if not stack:
-        raise InterpretationError("linalg.index outside a linalg.generic body")
-    sizes = stack[-1]
+def _loop_index(sizes: list[int], dim: int) -> np.ndarray:
+    """``linalg.index dim`` on a loop domain: an arange along that dim, broadcastable."""
     shape = [1] * len(sizes)
     shape[dim] = sizes[dim]
     return np.arange(sizes[dim], dtype=np.int64).reshape(shape)
