@@ -15,8 +15,18 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]'
 	touch $(STAMP)
 
+DEMO := build/demo
+
+# The main job: generate a tensor-parallel Qwen3 decode step, verify it, run it, and check
+# it against the unsharded layer (tiny dims on 4 chips, then one real-dims qwen3-8b layer).
 demo: $(STAMP)
-	$(BIN)/tp-opt examples/megatron_mlp.mlir
+	@mkdir -p $(DEMO)
+	$(BIN)/tp-opt examples/megatron_mlp.mlir -o $(DEMO)/megatron_mlp.mlir
+	$(BIN)/tp-gen qwen3 --preset tiny --layers 2 --chips 4 -o $(DEMO)/tiny.mlir --manifest $(DEMO)/tiny.json
+	$(BIN)/tp-opt $(DEMO)/tiny.mlir -o $(DEMO)/tiny.verified.mlir
+	$(BIN)/tp-run $(DEMO)/tiny.mlir --random-weights 0 --random-inputs 1 --position 5 --check
+	$(BIN)/tp-gen qwen3 --preset qwen3-8b --layers 1 --chips 4 -o $(DEMO)/qwen3-8b.mlir
+	$(BIN)/tp-run $(DEMO)/qwen3-8b.mlir --random-weights 0 --random-inputs 1 --position 100 --check
 
 lint: $(STAMP)
 	$(BIN)/ruff check tp_dialect passes tools tests benchmarks

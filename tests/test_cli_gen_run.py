@@ -154,3 +154,17 @@ def test_run_refuses_a_bad_program_with_a_location(tmp_path) -> None:
     proc = tool("tp-run", bad, "--random-weights", 1, "--random-inputs", 1)
     assert proc.returncode == 1
     assert proc.stderr.startswith(f"{bad}:2:")
+
+
+def test_check_against_an_explicit_unsharded_file(layer, tmp_path) -> None:
+    out, _ = layer
+    plain = tmp_path / "plain.mlir"
+    assert (
+        tool(
+            "tp-gen", "qwen3", "--preset", "tiny", "--layers", "2", "--unsharded", "-o", plain
+        ).returncode
+        == 0
+    )
+    proc = tool("tp-run", out, "--random-weights", 1, "--random-inputs", 2, "--against", plain)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count(" ok") == 5

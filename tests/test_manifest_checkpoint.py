@@ -119,3 +119,20 @@ def test_missing_or_misshaped_checkpoint_tensor_is_named(tmp_path) -> None:
         r"shape \[64, 128\], found \[64, 64\]",
     ):
         place_weights(module, MemorySource(bad))
+
+
+def test_bf16_checkpoint_loads_and_runs(tmp_path) -> None:
+    cfg = tiny(chips=2, dtype="bf16")
+    module = program(cfg)
+    weights = random_weights(module, seed=3)
+    assert {str(w.dtype) for w in weights.values()} == {"bfloat16"}
+    path = tmp_path / "bf16.safetensors"
+    save_file(weights, str(path))
+    placement = place_weights(module, SafetensorsSource(path))
+    assert {str(a.dtype) for a in placement.placed.values() if a.ndim == 2} == {"bfloat16"}
+    inputs = random_inputs(module, seed=4, position=1)
+    from_file = run_program(module, {**placement.values, **inputs}, placement.placed)
+    in_memory = run_program(module, {**weights, **inputs})
+    for name, value in in_memory.items():
+        assert value.dtype == np.float32
+        np.testing.assert_array_equal(from_file[name], value)
