@@ -1,12 +1,49 @@
 """tp's passes, one module each; `TP_PASSES` maps each pass name to its class.
 
-The lowering pipeline (DESIGN §3) fills this registry as its passes land:
-tp-verify, tp-raise-allreduce, tp-fuse, tp-relocate, tp-transfers, tp-phase,
-tp-link-points, tp-relay.
+The lowering pipeline (DESIGN §3): tp-verify, tp-raise-allreduce, tp-relocate,
+tp-transfers, tp-phase (then, as they land, tp-fuse, tp-link-points, tp-relay). Classes are
+imported on demand, as xDSL's own registry does, so listing passes stays cheap.
 """
 
 from collections.abc import Callable
 
 from xdsl.passes import ModulePass
 
-TP_PASSES: dict[str, Callable[[], type[ModulePass]]] = {}
+
+def _verify() -> type[ModulePass]:
+    from tp_dialect.passes.verify import TpVerify
+
+    return TpVerify
+
+
+def _raise_allreduce() -> type[ModulePass]:
+    from tp_dialect.passes.raise_allreduce import TpRaiseAllreduce
+
+    return TpRaiseAllreduce
+
+
+def _relocate() -> type[ModulePass]:
+    from tp_dialect.passes.relocate import TpRelocate
+
+    return TpRelocate
+
+
+def _transfers() -> type[ModulePass]:
+    from tp_dialect.passes.transfers import TpTransfers
+
+    return TpTransfers
+
+
+def _phase() -> type[ModulePass]:
+    from tp_dialect.passes.phase import TpPhase
+
+    return TpPhase
+
+
+TP_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+    "tp-verify": _verify,
+    "tp-raise-allreduce": _raise_allreduce,
+    "tp-relocate": _relocate,
+    "tp-transfers": _transfers,
+    "tp-phase": _phase,
+}

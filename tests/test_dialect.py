@@ -114,7 +114,7 @@ def test_section_and_transfer_build_and_verify() -> None:
         inner = Block()
         inner.add_op(YieldOp(x))
         section = SectionOp([1], Region(inner), [t1], label="copy")
-        moved = TransferOp(section.outs[0], 1, 0, on_chip(TensorType(f32, [4]), 0))
+        moved = TransferOp(section.outs[0], 1, 0)
         return [section, moved]
 
     module = _module(2, body, [t1])

@@ -10,6 +10,7 @@ statement's work on its chips), ``tp.yield``, ``tp.transfer`` (a copy between ch
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     I64,
@@ -195,6 +196,9 @@ class UnshardOp(IRDLOperation):
 class AllReduceOp(IRDLOperation):
     """``out = Σ partials``: one partial per chip, in chip order; the sum is the spine.
 
+    How the sum is formed is an ``algorithm`` the lowering picks: ``fold`` (the seed's,
+    the default) or ``ring``; the numbers are the same.
+
     ``%s = tp.allreduce %p0, %p1 : tensor<1x8xf32, #tp.chip<0>>, tensor<1x8xf32,
     #tp.chip<1>> -> tensor<1x8xf32>``
     """
@@ -202,16 +206,35 @@ class AllReduceOp(IRDLOperation):
     name = "tp.allreduce"
 
     partials = var_operand_def(TensorType)
+    algorithm = opt_prop_def(StringAttr)
     result = result_def(TensorType)
 
     traits = traits_def(Pure())
 
-    assembly_format = "$partials attr-dict `:` type($partials) `->` type($result)"
+    assembly_format = (
+        "$partials (`algorithm` $algorithm^)? attr-dict `:` type($partials) `->` type($result)"
+    )
 
-    def __init__(self, partials: Sequence[SSAValue], result_type: TensorType):
-        super().__init__(operands=[partials], result_types=[result_type])
+    ALGORITHMS: ClassVar[tuple[str, ...]] = ("fold", "ring")
+
+    def __init__(
+        self, partials: Sequence[SSAValue], result_type: TensorType, algorithm: str | None = None
+    ):
+        props = {} if algorithm is None else {"algorithm": StringAttr(algorithm)}
+        super().__init__(operands=[partials], result_types=[result_type], properties=props)
+
+    @property
+    def algorithm_name(self) -> str:
+        """``fold`` (the seed's: partials handed to chip 0, folded there; the default) or
+        ``ring`` (Megatron's: the sum left on every chip)."""
+        return "fold" if self.algorithm is None else self.algorithm.data
 
     def verify_(self) -> None:
+        if self.algorithm_name not in self.ALGORITHMS:
+            raise VerifyException(
+                f"'tp.allreduce' algorithm \"{self.algorithm_name}\" is not one of "
+                f"{', '.join(self.ALGORITHMS)}"
+            )
         n = require_chips(self)
         if len(self.partials) != n:
             raise VerifyException(
@@ -356,10 +379,11 @@ class YieldOp(IRDLOperation):
 
 @irdl_op_definition
 class TransferOp(IRDLOperation):
-    """A tensor copied from one chip's memory to another's, before the reader needs it.
+    """ChipTransfer: tensor ``%x`` copied from chip ``source``'s memory to chip ``dest``'s,
+    before the reader's first read. The value keeps its name; it now also lives on ``dest``.
 
-    ``%y = tp.transfer %x from 1 to 0 : tensor<8xf32, #tp.chip<1>> -> tensor<8xf32,
-    #tp.chip<0>>``. A spine tensor (e.g. an all-reduce's sum going back) stays spine.
+    ``tp.transfer %x from 1 to 0 : tensor<8xf32, #tp.chip<1>>``. A spine tensor (e.g. an
+    all-reduce's sum going back from the chip that folded it) can be sent too.
     """
 
     name = "tp.transfer"
@@ -367,51 +391,35 @@ class TransferOp(IRDLOperation):
     input = operand_def(TensorType)
     source = prop_def(IntegerAttr[I64])
     dest = prop_def(IntegerAttr[I64])
-    result = result_def(TensorType)
 
-    traits = traits_def(Pure())
+    assembly_format = "$input `from` $source `to` $dest attr-dict `:` type($input)"
 
-    assembly_format = (
-        "$input `from` $source `to` $dest attr-dict `:` type($input) `->` type($result)"
-    )
-
-    def __init__(self, value: SSAValue, source: int, dest: int, result_type: TensorType):
+    def __init__(self, value: SSAValue, source: int, dest: int):
         super().__init__(
             operands=[value],
-            result_types=[result_type],
             properties={"source": IntegerAttr(source, i64), "dest": IntegerAttr(dest, i64)},
         )
 
+    @property
+    def src(self) -> int:
+        return self.source.value.data
+
+    @property
+    def dst(self) -> int:
+        return self.dest.value.data
+
     def verify_(self) -> None:
-        src, dst = self.source.value.data, self.dest.value.data
-        _check_chip(self, src, "source")
-        _check_chip(self, dst, "destination")
-        if src == dst:
+        _check_chip(self, self.src, "source")
+        _check_chip(self, self.dst, "destination")
+        if self.src == self.dst:
             raise VerifyException(
-                f"'tp.transfer' of {_describe(self.input)} goes from chip {src} to itself"
+                f"'tp.transfer' of {_describe(self.input)} goes from chip {self.src} to itself"
             )
-        owner, res_owner = chip_of(self.input.type), chip_of(self.result.type)
-        if owner is not None and owner != src:
+        owner = chip_of(self.input.type)
+        if owner is not None and owner != self.src:
             raise VerifyException(
-                f"'tp.transfer' input {_describe(self.input)} is on chip {owner}, "
-                f"not on the source chip {src}"
-            )
-        if (owner is None) != (res_owner is None):
-            raise VerifyException(
-                "'tp.transfer' must keep a spine tensor spine and a chip tensor chip-owned"
-            )
-        if res_owner is not None and res_owner != dst:
-            raise VerifyException(
-                f"'tp.transfer' result is on chip {res_owner}, not on the destination chip {dst}"
-            )
-        assert isinstance(self.input.type, TensorType)
-        assert isinstance(self.result.type, TensorType)
-        if (
-            self.input.type.get_shape() != self.result.type.get_shape()
-            or self.input.type.element_type != self.result.type.element_type
-        ):
-            raise VerifyException(
-                "'tp.transfer' result shape and element type must equal the input's"
+                f"'tp.transfer' input {_describe(self.input)} is on chip {owner}; only its "
+                f"own chip sends it, not chip {self.src}"
             )
 
 

@@ -4,8 +4,8 @@
 builtin.module attributes {tp.chips = 2 : i64} {
   func.func @f(%a: tensor<4xf32, #tp.chip<0>>) {
 // CHECK-LABEL: error: 'tp.transfer' destination is on chip 5, but the module has 2 chips (0..1)
-// CHECK-NEXT: %t = tp.transfer %a from 0 to 5
-    %t = tp.transfer %a from 0 to 5 : tensor<4xf32, #tp.chip<0>> -> tensor<4xf32>
+// CHECK-NEXT: tp.transfer %a from 0 to 5
+    tp.transfer %a from 0 to 5 : tensor<4xf32, #tp.chip<0>>
     func.return
   }
 }
@@ -14,8 +14,8 @@ builtin.module attributes {tp.chips = 2 : i64} {
 builtin.module attributes {tp.chips = 2 : i64} {
   func.func @f(%a: tensor<4xf32>) {
 // CHECK-LABEL: error: 'tp.transfer' source is on chip 7, but the module has 2 chips (0..1)
-// CHECK-NEXT: %t = tp.transfer %a from 7 to 0
-    %t = tp.transfer %a from 7 to 0 : tensor<4xf32> -> tensor<4xf32>
+// CHECK-NEXT: tp.transfer %a from 7 to 0
+    tp.transfer %a from 7 to 0 : tensor<4xf32>
     func.return
   }
 }
@@ -24,8 +24,8 @@ builtin.module attributes {tp.chips = 2 : i64} {
 builtin.module attributes {tp.chips = 2 : i64} {
   func.func @f(%a: tensor<4xf32, #tp.chip<1>>) {
 // CHECK-LABEL: error: 'tp.transfer' of %a goes from chip 1 to itself
-// CHECK-NEXT: %t = tp.transfer %a from 1 to 1
-    %t = tp.transfer %a from 1 to 1 : tensor<4xf32, #tp.chip<1>> -> tensor<4xf32, #tp.chip<1>>
+// CHECK-NEXT: tp.transfer %a from 1 to 1
+    tp.transfer %a from 1 to 1 : tensor<4xf32, #tp.chip<1>>
     func.return
   }
 }
@@ -33,39 +33,19 @@ builtin.module attributes {tp.chips = 2 : i64} {
 // -----
 builtin.module attributes {tp.chips = 2 : i64} {
   func.func @f(%a: tensor<4xf32, #tp.chip<1>>) {
-// CHECK-LABEL: error: 'tp.transfer' input %a is on chip 1, not on the source chip 0
-// CHECK-NEXT: %t = tp.transfer %a from 0 to 1
-    %t = tp.transfer %a from 0 to 1 : tensor<4xf32, #tp.chip<1>> -> tensor<4xf32, #tp.chip<1>>
+// CHECK-LABEL: error: 'tp.transfer' input %a is on chip 1; only its own chip sends it, not chip 0
+// CHECK-NEXT: tp.transfer %a from 0 to 1
+    tp.transfer %a from 0 to 1 : tensor<4xf32, #tp.chip<1>>
     func.return
   }
 }
 
 // -----
 builtin.module attributes {tp.chips = 2 : i64} {
-  func.func @f(%a: tensor<4xf32>) {
-// CHECK-LABEL: error: 'tp.transfer' must keep a spine tensor spine and a chip tensor chip-owned
-// CHECK-NEXT: %t = tp.transfer %a from 0 to 1
-    %t = tp.transfer %a from 0 to 1 : tensor<4xf32> -> tensor<4xf32, #tp.chip<1>>
-    func.return
-  }
-}
-
-// -----
-builtin.module attributes {tp.chips = 2 : i64} {
-  func.func @f(%a: tensor<4xf32, #tp.chip<1>>) {
-// CHECK-LABEL: error: 'tp.transfer' result is on chip 1, not on the destination chip 0
-// CHECK-NEXT: %t = tp.transfer %a from 1 to 0
-    %t = tp.transfer %a from 1 to 0 : tensor<4xf32, #tp.chip<1>> -> tensor<4xf32, #tp.chip<1>>
-    func.return
-  }
-}
-
-// -----
-builtin.module attributes {tp.chips = 2 : i64} {
-  func.func @f(%a: tensor<4xf32, #tp.chip<1>>) {
-// CHECK-LABEL: error: 'tp.transfer' result shape and element type must equal the input's
-// CHECK-NEXT: %t = tp.transfer %a from 1 to 0
-    %t = tp.transfer %a from 1 to 0 : tensor<4xf32, #tp.chip<1>> -> tensor<8xf32, #tp.chip<0>>
+  func.func @f(%a: tensor<4xf32, #tp.chip<0>>, %b: tensor<4xf32, #tp.chip<1>>) {
+// CHECK-LABEL: error: 'tp.allreduce' algorithm "tree" is not one of fold, ring
+// CHECK-NEXT: %s = tp.allreduce %a, %b algorithm "tree"
+    %s = tp.allreduce %a, %b algorithm "tree" : tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<1>> -> tensor<4xf32>
     func.return
   }
 }

@@ -26,19 +26,22 @@ builtin.module @tp_roundtrip attributes {tp.chips = 2 : i64} {
       %a = tp.shard %x at #tp.slice<axis = 1, ranges = [(0, 4)], full = [2, 4]> : tensor<2x4xf32> -> tensor<2x4xf32, #tp.chip<1>>
       tp.yield %a : tensor<2x4xf32, #tp.chip<1>>
     } : tensor<2x4xf32, #tp.chip<1>>
-    // CHECK: %p1_on0 = tp.transfer %p1 from 1 to 0 : tensor<2x4xf32, #tp.chip<1>> -> tensor<2x4xf32, #tp.chip<0>>
-    // GENERIC: "tp.transfer"(%p1) <{source = 1 : i64, dest = 0 : i64}>
-    %p1_on0 = tp.transfer %p1 from 1 to 0 : tensor<2x4xf32, #tp.chip<1>> -> tensor<2x4xf32, #tp.chip<0>>
+    // CHECK: tp.transfer %p1 from 1 to 0 : tensor<2x4xf32, #tp.chip<1>>
+    // GENERIC: "tp.transfer"(%p1) <{source = 1 : i64, dest = 0 : i64}> : (tensor<2x4xf32, #tp.chip<1>>) -> ()
+    tp.transfer %p1 from 1 to 0 : tensor<2x4xf32, #tp.chip<1>>
     // CHECK: %sum = tp.section "allreduce" on [0, 1] attributes {note = "fold on chip 0"} {
-    // CHECK-NEXT:   %s = tp.allreduce %x0, %p1 : tensor<2x4xf32, #tp.chip<0>>, tensor<2x4xf32, #tp.chip<1>> -> tensor<2x4xf32>
+    // CHECK-NEXT:   %s = tp.allreduce %x0, %p1 algorithm "fold" : tensor<2x4xf32, #tp.chip<0>>, tensor<2x4xf32, #tp.chip<1>> -> tensor<2x4xf32>
     // CHECK-NEXT:   tp.yield %s : tensor<2x4xf32>
     // CHECK-NEXT: } : tensor<2x4xf32>
+    // GENERIC: "tp.allreduce"(%x0, %p1) <{algorithm = "fold"}>
     %sum = tp.section "allreduce" on [0, 1] attributes {note = "fold on chip 0"} {
-      %s = tp.allreduce %x0, %p1 : tensor<2x4xf32, #tp.chip<0>>, tensor<2x4xf32, #tp.chip<1>> -> tensor<2x4xf32>
+      %s = tp.allreduce %x0, %p1 algorithm "fold" : tensor<2x4xf32, #tp.chip<0>>, tensor<2x4xf32, #tp.chip<1>> -> tensor<2x4xf32>
       tp.yield %s : tensor<2x4xf32>
     } : tensor<2x4xf32>
-    // CHECK: %back = tp.transfer %sum from 0 to 1 : tensor<2x4xf32> -> tensor<2x4xf32>
-    %back = tp.transfer %sum from 0 to 1 : tensor<2x4xf32> -> tensor<2x4xf32>
+    // CHECK: tp.transfer %sum from 0 to 1 : tensor<2x4xf32>
+    tp.transfer %sum from 0 to 1 : tensor<2x4xf32>
+    // CHECK: %ring = tp.allreduce %x0, %p1 algorithm "ring"
+    %ring = tp.allreduce %x0, %p1 algorithm "ring" : tensor<2x4xf32, #tp.chip<0>>, tensor<2x4xf32, #tp.chip<1>> -> tensor<2x4xf32>
     // CHECK: tp.barrier phase 0
     // GENERIC: "tp.barrier"() <{phase = 0 : i64}> : () -> ()
     tp.barrier phase 0
@@ -50,6 +53,6 @@ builtin.module @tp_roundtrip attributes {tp.chips = 2 : i64} {
     tp.section on [0] {
       tp.yield
     }
-    func.return %back, %full : tensor<2x4xf32>, tensor<8x4xf32>
+    func.return %sum, %full : tensor<2x4xf32>, tensor<8x4xf32>
   }
 }

@@ -2,8 +2,8 @@
 
 ``s1 = p0 + p1; s2 = s1 + p2; ...`` — each add's left operand the previous sum (used only
 there), its right operand the next partial. `find_folds` returns every maximal such chain
-whose partials are all chip-owned; whether it is a *valid* all-reduce (one partial per
-chip, in chip order) is for the verifier to judge.
+with at least one chip-owned partial; `Fold.is_allreduce` says whether it is a valid
+all-reduce (one chip-owned partial per chip, in chip order), and the verifier says why not.
 """
 
 from __future__ import annotations
@@ -33,6 +33,10 @@ class Fold:
     def chips(self) -> tuple[int | None, ...]:
         return tuple(chip_of(p.type) for p in self.partials)
 
+    def is_allreduce(self, n_chips: int) -> bool:
+        """One partial per chip of the grid, each on its chip, in chip order."""
+        return self.chips == tuple(range(n_chips))
+
 
 def _add_operands(op: Operation) -> tuple[SSAValue, SSAValue] | None:
     if isinstance(op, linalg.AddOp) and len(op.inputs) == 2:
@@ -55,7 +59,7 @@ def _continues(op: Operation) -> Operation | None:
 
 
 def find_folds(root: Operation) -> Iterator[Fold]:
-    """Every maximal left fold of adds under ``root`` whose partials are chip-owned."""
+    """Every maximal left fold of adds under ``root`` with a chip-owned partial."""
     for op in root.walk():
         operands = _add_operands(op)
         if operands is None:
@@ -71,5 +75,5 @@ def find_folds(root: Operation) -> Iterator[Fold]:
         first = _add_operands(chain[0])
         assert first is not None
         partials = [first[0]] + [_add_operands(o)[1] for o in chain]  # type: ignore[index]
-        if len(partials) >= 2 and all(chip_of(p.type) is not None for p in partials):
+        if len(partials) >= 2 and any(chip_of(p.type) is not None for p in partials):
             yield Fold(tuple(chain), tuple(partials))

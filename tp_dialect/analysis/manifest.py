@@ -144,7 +144,8 @@ def read_manifest(module: ModuleOp) -> Manifest:
         if (c := chip_of(arg.type)) is not None:
             manifest.chip_values[arg] = c
     for fold in find_folds(func):
-        manifest.collectives.append(Collective(fold.result, fold.partials, fold.ops))
+        if fold.is_allreduce(manifest.chips):
+            manifest.collectives.append(Collective(fold.result, fold.partials, fold.ops))
     ret = func.body.block.last_op
     if isinstance(ret, ReturnOp):
         for port, value in zip(outs, ret.operands, strict=True):

@@ -32,7 +32,15 @@ from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
 from tp_dialect.dtypes import numpy_dtype
-from tp_dialect.ops import AllReduceOp, ShardOp, UnshardOp
+from tp_dialect.ops import (
+    AllReduceOp,
+    BarrierOp,
+    SectionOp,
+    ShardOp,
+    TransferOp,
+    UnshardOp,
+    YieldOp,
+)
 from tp_dialect.runtime.linalg_exec import run_generic
 from tp_dialect.runtime.scalar_ops import KERNEL_OPS, kernel_for, result_dtype
 
@@ -174,6 +182,25 @@ class NumpyFunctions(InterpreterFunctions):
             index[sl.axis_index] = sl.indices()  # type: ignore[call-overload]
             full[tuple(index)] = part
         return (full,)
+
+    # -- tp spatial ops: one address space here, so a transfer or barrier changes nothing
+    # (the multi-chip model is where memories are separate).
+
+    @impl(SectionOp)
+    def run_section(self, interpreter: Interpreter, op: SectionOp, args: PythonValues):
+        return interpreter.run_ssacfg_region(op.body, (), "section")
+
+    @impl_terminator(YieldOp)
+    def run_yield(self, interpreter: Interpreter, op: YieldOp, args: PythonValues):
+        return ReturnedValues(args), ()
+
+    @impl(TransferOp)
+    def run_transfer(self, interpreter: Interpreter, op: TransferOp, args: PythonValues):
+        return ()
+
+    @impl(BarrierOp)
+    def run_barrier(self, interpreter: Interpreter, op: BarrierOp, args: PythonValues):
+        return ()
 
     @impl(AllReduceOp)
     def run_allreduce(self, interpreter: Interpreter, op: AllReduceOp, args: PythonValues):

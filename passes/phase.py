@@ -1,0 +1,70 @@
+"""tp-phase: statements reordered phase by phase, a ``tp.barrier`` closing each phase.
+
+Invariant: each statement (section or transfer), in source order, goes into the earliest
+phase after every statement it depends on (read-after-write, write-after-read,
+write-after-write; in-place carried state such as KV caches included) where its chips are
+free; two statements of one phase never share a chip and never touch what the other writes.
+Constants move to the top of the function (every chip holds its own), so the reordered
+program still defines each value before its use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.dialects.func import FuncOp
+from xdsl.passes import ModulePass
+
+from tp_dialect.analysis.phases import phase_of
+from tp_dialect.analysis.touch import is_constant, statements, touch
+from tp_dialect.certificate import kept
+from tp_dialect.grid import stated_chips
+from tp_dialect.ops import BarrierOp, SectionOp, TransferOp
+from tp_dialect.reject import TpReject
+from tp_dialect.signature import entry_function
+
+PHASE_ATTR = "tp.phase"
+
+
+def order_phases(func: FuncOp, n_chips: int) -> int:
+    """Reorder ``func``'s statements into phases with barriers; the number of phases."""
+    block = func.body.block
+    for old in [op for op in block.ops if isinstance(op, BarrierOp)]:
+        old.detach()
+        old.erase()
+    stmts = statements(func)
+    for op in stmts:
+        if not isinstance(op, SectionOp | TransferOp):
+            raise TpReject.NOT_SECTIONED.at(
+                op, f"'{op.name}' is not in a tp.section: run tp-relocate before tp-phase"
+            )
+    phases = phase_of([touch(op, n_chips) for op in stmts])  # type: ignore[arg-type]
+    first = block.first_op
+    for op in [op for op in block.ops if is_constant(op)]:
+        if op is not first:
+            op.detach()
+            block.insert_op_before(op, first)  # type: ignore[arg-type]
+    terminator = block.last_op
+    assert terminator is not None
+    order = sorted(range(len(stmts)), key=lambda i: (phases[i], i))
+    for k, i in enumerate(order):
+        op = stmts[i]
+        op.detach()
+        op.attributes[PHASE_ATTR] = IntegerAttr(phases[i], i64)
+        block.insert_op_before(op, terminator)
+        if k == len(order) - 1 or phases[order[k + 1]] != phases[i]:
+            block.insert_op_before(BarrierOp(phases[i]), terminator)
+    return max(phases, default=-1) + 1
+
+
+@dataclass(frozen=True)
+class TpPhase(ModulePass):
+    """Order sections into phases of chips that run at once, a barrier after each."""
+
+    name = "tp-phase"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        with kept(op):  # reordering only: nothing moves between chips
+            order_phases(entry_function(op), stated_chips(op) or 1)

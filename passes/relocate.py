@@ -1,0 +1,91 @@
+"""tp-relocate: every statement a ``tp.section`` on the chip(s) of what it binds.
+
+Invariant: each statement of the entry function becomes one section computing exactly what
+the statement did — a chip-local statement on its chip, a spine statement on every chip
+(replicated, unmarked), an all-reduce as one section over all chips with its algorithm chosen
+(the seed's ``fold``: partials handed to chip 0, folded there, the sum stored as the
+replicated out; or ``ring``: the sum left on every chip), a host store over the chips of its
+parts. Constants stay outside sections (every chip holds its own). The certificate is dropped:
+placement changed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Block, Operation, Region
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
+
+from tp_dialect.analysis.manifest import value_name
+from tp_dialect.analysis.touch import is_statement
+from tp_dialect.attrs import chip_of
+from tp_dialect.certificate import drop
+from tp_dialect.grid import stated_chips
+from tp_dialect.ops import AllReduceOp, SectionOp, TransferOp, UnshardOp, YieldOp
+from tp_dialect.reject import TpReject
+
+
+def statement_chips(op: Operation, n_chips: int) -> list[int]:
+    """The chips a statement runs on: those of what it binds; all chips for the spine."""
+    if isinstance(op, AllReduceOp):
+        return list(range(n_chips))
+    if isinstance(op, UnshardOp):
+        return sorted({chip_of(p.type) or 0 for p in op.parts})
+    chips = sorted({c for r in op.results if (c := chip_of(r.type)) is not None})
+    if len(chips) > 1:
+        raise TpReject.MIXED_CHIPS.at(
+            op,
+            f"'{op.name}' binds tensors on chips {chips}: a section runs on one chip's tensors",
+        )
+    return chips or list(range(n_chips))
+
+
+@dataclass
+class RelocateStatement(RewritePattern):
+    """Wrap one top-level statement in a section on its chips."""
+
+    n_chips: int
+    algorithm: str
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op.parent_op(), FuncOp) or not is_statement(op):
+            return
+        if isinstance(op, SectionOp | TransferOp):
+            return
+        chips = statement_chips(op, self.n_chips)
+        inner = op.clone()
+        for result in inner.results:
+            result.name_hint = None
+        if isinstance(inner, AllReduceOp):
+            inner.algorithm = StringAttr(self.algorithm)
+        body = Block([inner, YieldOp(*inner.results)])
+        label = value_name(op.results[0]) if op.results else op.name
+        section = SectionOp(chips, Region(body), [r.type for r in op.results], label=label)
+        for new, old in zip(section.outs, op.results, strict=True):
+            new.name_hint = old.name_hint
+        rewriter.replace_op(op, section)
+
+
+@dataclass(frozen=True)
+class TpRelocate(ModulePass):
+    """Make every statement a section on its chips (all-reduce: allreduce=fold|ring)."""
+
+    name = "tp-relocate"
+
+    allreduce: str = "fold"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.allreduce not in AllReduceOp.ALGORITHMS:
+            raise TpReject.NOT_SECTIONED.at(
+                None,
+                f"tp-relocate: allreduce={self.allreduce} is not one of "
+                f"{', '.join(AllReduceOp.ALGORITHMS)}",
+            )
+        n = stated_chips(op) or 1
+        walker = PatternRewriteWalker(RelocateStatement(n, self.allreduce), apply_recursively=False)
+        walker.rewrite_module(op)
+        drop(op)

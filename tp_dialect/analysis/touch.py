@@ -1,0 +1,151 @@
+"""SectionTouch: what each statement of a sectioned program reads and writes, where.
+
+A *statement* is a top-level ``tp.section`` or ``tp.transfer``. A tensor is keyed by its
+*storage* — a cache updated in place (``tensor.insert_slice``) is the same storage before and
+after, which is how carried state orders the sections that read and write it — and by the
+chip holding it. Host values (function arguments) and constants are held by every chip that
+reads them and cross nothing, so they are not touched.
+
+Where a section reads and writes: an ordinary section on chips S reads every operand and
+writes every result on each chip of S. A ``tp.allreduce`` section reads partial c where the
+algorithm folds it — on chip 0 for the seed's ``fold`` (so partials cross to chip 0), on chip c
+for ``ring`` — and writes the sum on chip 0 (``fold``: other chips get it by transfer) or on
+every chip (``ring``). A ``tp.unshard`` section (the host's storing map) reads part c on chip c.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from xdsl.dialects import arith, tensor
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+
+from tp_dialect.attrs import chip_of
+from tp_dialect.ops import AllReduceOp, BarrierOp, SectionOp, TransferOp, UnshardOp, YieldOp
+
+Key = tuple[SSAValue, int]  # (storage, chip)
+
+
+def is_constant(op: Operation) -> bool:
+    """Ops that bind data from nothing (constants, empty tensors): not statements."""
+    return isinstance(op, arith.ConstantOp | tensor.EmptyOp)
+
+
+def is_statement(op: Operation) -> bool:
+    """Whether a top-level op of a function body is a statement that a pass places."""
+    return not (is_constant(op) or isinstance(op, ReturnOp | BarrierOp))
+
+
+def is_host_value(value: SSAValue) -> bool:
+    """Function arguments and constants: every chip that reads them holds its own copy."""
+    if isinstance(value, BlockArgument):
+        return isinstance(value.owner.parent_op(), FuncOp)
+    return is_constant(value.owner)  # type: ignore[arg-type]
+
+
+def captured(section: SectionOp) -> list[SSAValue]:
+    """The values a section's body uses that are defined outside it, in first-use order."""
+    seen: dict[SSAValue, None] = {}
+    inside: set[SSAValue] = set()
+    for op in section.body.walk():
+        for operand in op.operands:
+            if operand not in inside and operand not in seen:
+                if not _defined_within(operand, section):
+                    seen[operand] = None
+        inside.update(op.results)
+        for region in op.regions:
+            for block in region.blocks:
+                inside.update(block.args)
+    return list(seen)
+
+
+def _defined_within(value: SSAValue, section: SectionOp) -> bool:
+    owner = value.owner
+    op = owner.parent_op() if isinstance(owner, Block) else owner
+    while op is not None:
+        if op is section:
+            return True
+        op = op.parent_op()
+    return False
+
+
+def storage(value: SSAValue) -> SSAValue:
+    """The buffer ``value`` lives in: an in-place update's result is its destination's."""
+    while True:
+        owner = value.owner
+        if isinstance(owner, SectionOp):
+            value = owner.yield_op.values[value.index]  # type: ignore[union-attr]
+        elif isinstance(owner, tensor.InsertSliceOp) and value is owner.result:
+            value = owner.dest
+        else:
+            return value
+
+
+def collective(section: SectionOp) -> AllReduceOp | UnshardOp | None:
+    """The all-reduce or host store a section holds, if it holds exactly that."""
+    ops = [op for op in section.body.block.ops if not isinstance(op, YieldOp)]
+    if len(ops) == 1 and isinstance(ops[0], AllReduceOp | UnshardOp):
+        return ops[0]
+    return None
+
+
+@dataclass(frozen=True)
+class SectionTouch:
+    """What one statement touches, as far as its phase is concerned."""
+
+    op: Operation
+    chips: frozenset[int]
+    reads: frozenset[Key]
+    writes: frozenset[Key]
+
+
+def reads_where(section: SectionOp, n_chips: int) -> Iterator[tuple[SSAValue, int]]:
+    """(value, chip) for every non-host value the section reads and the chip reading it."""
+    chips = section.chip_list
+    coll = collective(section)
+    if isinstance(coll, AllReduceOp):
+        fold = coll.algorithm_name == "fold"
+        for c, partial in enumerate(coll.partials):
+            if not is_host_value(partial):
+                yield partial, 0 if fold else c
+        return
+    if isinstance(coll, UnshardOp):
+        for part in coll.parts:
+            if not is_host_value(part):
+                yield part, chip_of(part.type) or 0
+        return
+    for value in captured(section):
+        if not is_host_value(value):
+            for c in chips:
+                yield value, c
+
+
+def write_chips(section: SectionOp, n_chips: int) -> tuple[int, ...]:
+    """The chips on which a section's results are stored."""
+    coll = collective(section)
+    if isinstance(coll, AllReduceOp) and coll.algorithm_name == "fold":
+        return (0,)
+    return section.chip_list
+
+
+def touch(op: SectionOp | TransferOp, n_chips: int) -> SectionTouch:
+    """The SectionTouch of one statement."""
+    if isinstance(op, TransferOp):
+        key = storage(op.input)
+        return SectionTouch(
+            op,
+            frozenset((op.src, op.dst)),
+            frozenset({(key, op.src)}),
+            frozenset({(key, op.dst)}),
+        )
+    reads = frozenset((storage(v), c) for v, c in reads_where(op, n_chips))
+    wchips = write_chips(op, n_chips)
+    writes = frozenset((storage(r), c) for r in op.outs for c in wchips)
+    return SectionTouch(op, frozenset(op.chip_list), reads, writes)
+
+
+def statements(func: FuncOp) -> list[Operation]:
+    """The function's top-level statements, in program order."""
+    return [op for op in func.body.block.ops if is_statement(op)]
