@@ -44,9 +44,9 @@ class RaiseFold(RewritePattern):
         assert isinstance(result_type, TensorType)
         allreduce = AllReduceOp(partials, result_type)
         allreduce.result.name_hint = op.results[0].name_hint
-        rewriter.replace_op(op, allreduce)
+        rewriter.replace(op, allreduce)
         for earlier in reversed(chain[:-1]):
-            rewriter.erase_op(earlier)
+            rewriter.erase(earlier)
 
 
 @dataclass(frozen=True)

@@ -67,7 +67,7 @@ class RelocateStatement(RewritePattern):
         section = SectionOp(chips, Region(body), [r.type for r in op.results], label=label)
         for new, old in zip(section.outs, op.results, strict=True):
             new.name_hint = old.name_hint
-        rewriter.replace_op(op, section)
+        rewriter.replace(op, section)
 
 
 @dataclass(frozen=True)

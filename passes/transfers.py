@@ -34,7 +34,7 @@ class InsertTransfers(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         needed = self.before.pop(op, None)
         if needed:
-            rewriter.insert_op(
+            rewriter.insert(
                 [TransferOp(t.value, t.src, t.dst) for t in needed], InsertPoint.before(op)
             )
 

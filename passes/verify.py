@@ -56,13 +56,9 @@ def _fold_error(fold: Fold, n: int) -> tuple[TpReject, str]:
         )
     missing = sorted(set(range(n)) - set(chips))
     repeated = sorted({c for c in chips if chips.count(c) > 1})
-    why = (
-        f"misses chip {', '.join(map(str, missing))}"
-        if missing
-        else f"repeats chip {', '.join(map(str, repeated))}"
-        if repeated
-        else f"is out of chip order {list(chips)}"
-    )
+    faults = [f"repeats chip {', '.join(map(str, repeated))}"] if repeated else []
+    faults += [f"misses chip {', '.join(map(str, missing))}"] if missing else []
+    why = " and ".join(faults) or f"is out of chip order {list(chips)}"
     return TpReject.FOLD_NOT_ALLREDUCE, (
         f"fold of adds into {_name(fold.result)} over partials on chips {list(chips)} {why}: "
         f"an all-reduce needs one partial per chip 0..{n - 1}, in chip order"

@@ -2,7 +2,7 @@
 
 ``s1 = p0 + p1; s2 = s1 + p2; ...`` — each add's left operand the previous sum (used only
 there), its right operand the next partial. `find_folds` returns every maximal such chain
-with at least one chip-owned partial; `Fold.is_allreduce` says whether it is a valid
+with at least two chip-owned partials and spine sums; `Fold.is_allreduce` says whether it is a valid
 all-reduce (one chip-owned partial per chip, in chip order), and the verifier says why not.
 """
 
@@ -59,7 +59,7 @@ def _continues(op: Operation) -> Operation | None:
 
 
 def find_folds(root: Operation) -> Iterator[Fold]:
-    """Every maximal left fold of adds under ``root`` with a chip-owned partial."""
+    """Every maximal left fold of adds under ``root`` that sums chip partials to the spine."""
     for op in root.walk():
         operands = _add_operands(op)
         if operands is None:
@@ -75,5 +75,8 @@ def find_folds(root: Operation) -> Iterator[Fold]:
         first = _add_operands(chain[0])
         assert first is not None
         partials = [first[0]] + [_add_operands(o)[1] for o in chain]  # type: ignore[index]
-        if len(partials) >= 2 and any(chip_of(p.type) is not None for p in partials):
+        # A fold sums chip partials into the spine: at least two chip-owned partials, and
+        # every sum along the way a spine value.
+        owned = sum(chip_of(p.type) is not None for p in partials)
+        if owned >= 2 and all(chip_of(o.results[0].type) is None for o in chain):
             yield Fold(tuple(chain), tuple(partials))

@@ -1,0 +1,97 @@
+// Every TpReject reason tp-verify gives, naming the op, the leaking value and its chip.
+// RUN: tp-opt %s --split-input-file --verify-diagnostics --tp-verify | filecheck %s
+
+// A leak: chip 1's value fed to a spine statement.
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @leak(%x: tensor<4xf32>, %p1: tensor<4xf32, #tp.chip<1>>) -> tensor<4xf32> {
+    %e = tensor.empty() : tensor<4xf32>
+// CHECK-LABEL: error: 'linalg.add' computes spine value %bad from %p1 on chip 1: chip data reaches the spine only through an all-reduce over every chip [leak-to-spine]
+// CHECK-NEXT: %bad = linalg.add ins(%x, %p1
+    %bad = linalg.add ins(%x, %p1 : tensor<4xf32>, tensor<4xf32, #tp.chip<1>>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+    func.return %bad : tensor<4xf32>
+  }
+}
+
+// -----
+// A fold that misses a chip is not an all-reduce.
+builtin.module attributes {tp.chips = 3 : i64} {
+  func.func @missing(%p0: tensor<4xf32, #tp.chip<0>>, %p1: tensor<4xf32, #tp.chip<1>>) -> tensor<4xf32> {
+    %e = tensor.empty() : tensor<4xf32>
+// CHECK-LABEL: error: fold of adds into %s over partials on chips [0, 1] misses chip 2: an all-reduce needs one partial per chip 0..2, in chip order [fold-not-allreduce]
+// CHECK-NEXT: %s = linalg.add ins(%p0, %p1
+    %s = linalg.add ins(%p0, %p1 : tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<1>>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+    func.return %s : tensor<4xf32>
+  }
+}
+
+// -----
+// ... or repeats one ...
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @repeat(%p0: tensor<4xf32, #tp.chip<0>>, %q0: tensor<4xf32, #tp.chip<0>>) -> tensor<4xf32> {
+    %e = tensor.empty() : tensor<4xf32>
+// CHECK-LABEL: error: fold of adds into %s over partials on chips [0, 0] repeats chip 0 and misses chip 1: an all-reduce needs one partial per chip 0..1, in chip order [fold-not-allreduce]
+    %s = linalg.add ins(%p0, %q0 : tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<0>>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+    func.return %s : tensor<4xf32>
+  }
+}
+
+// -----
+// ... or is out of chip order ...
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @order(%p0: tensor<4xf32, #tp.chip<0>>, %p1: tensor<4xf32, #tp.chip<1>>) -> tensor<4xf32> {
+    %e = tensor.empty() : tensor<4xf32>
+// CHECK-LABEL: error: fold of adds into %s over partials on chips [1, 0] is out of chip order [1, 0]: an all-reduce needs one partial per chip 0..1, in chip order [fold-not-allreduce]
+    %s = linalg.add ins(%p1, %p0 : tensor<4xf32, #tp.chip<1>>, tensor<4xf32, #tp.chip<0>>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+    func.return %s : tensor<4xf32>
+  }
+}
+
+// -----
+// ... or adds in spine data.
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @spine(%p0: tensor<4xf32, #tp.chip<0>>, %p1: tensor<4xf32, #tp.chip<1>>, %x: tensor<4xf32>) -> tensor<4xf32> {
+    %e = tensor.empty() : tensor<4xf32>
+    %s1 = linalg.add ins(%p0, %p1 : tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<1>>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+// CHECK-LABEL: error: fold of adds into %s adds spine value %x to chip partials: an all-reduce sums one partial per chip and nothing else [fold-mixes-spine]
+// CHECK-NEXT: %s = linalg.add ins(%s1, %x
+    %s = linalg.add ins(%s1, %x : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+    func.return %s : tensor<4xf32>
+  }
+}
+
+// -----
+// A statement mixing two chips' tensors.
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @mixed(%a: tensor<4xf32, #tp.chip<0>>, %b: tensor<4xf32, #tp.chip<1>>) -> () {
+    %e = tensor.empty() : tensor<4xf32, #tp.chip<0>>
+// CHECK-LABEL: error: 'linalg.add' mixes %a on chip 0 with %b on chip 1: a statement works on one chip's tensors (and the spine) [mixed-chips]
+    %m = linalg.add ins(%a, %b : tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<1>>) outs(%e : tensor<4xf32, #tp.chip<0>>) -> tensor<4xf32, #tp.chip<0>>
+    func.return
+  }
+}
+
+// -----
+// A host output computed on.
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @store(%k0: tensor<1x4xf32, #tp.chip<0>>, %k1: tensor<1x4xf32, #tp.chip<1>>) -> tensor<2x4xf32> {
+// CHECK-LABEL: error: 'tp.unshard' result %k is a host output: only the function's return may use it, computing on it would move chip data to the spine without an all-reduce [host-store-used]
+// CHECK-NEXT: %k = tp.unshard %k0, %k1
+    %k = tp.unshard %k0, %k1 slices [#tp.slice<axis = 0, ranges = [(0, 1)], full = [2, 4]>, #tp.slice<axis = 0, ranges = [(1, 1)], full = [2, 4]>] : tensor<1x4xf32, #tp.chip<0>>, tensor<1x4xf32, #tp.chip<1>> -> tensor<2x4xf32>
+    %d = arith.addf %k, %k : tensor<2x4xf32>
+    func.return %d : tensor<2x4xf32>
+  }
+}
+
+// -----
+// A section holding chip 1's value while running on chip 0 only.
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @section(%a: tensor<4xf32, #tp.chip<1>>) -> () {
+    tp.section on [0] {
+// CHECK-LABEL: error: %b is on chip 1, but its section runs on chips [0] [section-chip]
+// CHECK-NEXT: %b = arith.addf %a, %a
+      %b = arith.addf %a, %a : tensor<4xf32, #tp.chip<1>>
+      tp.yield
+    }
+    func.return
+  }
+}
