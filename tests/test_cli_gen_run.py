@@ -168,3 +168,28 @@ def test_check_against_an_explicit_unsharded_file(layer, tmp_path) -> None:
     proc = tool("tp-run", out, "--random-weights", 1, "--random-inputs", 2, "--against", plain)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count(" ok") == 5
+
+
+def test_run_warns_on_a_missing_or_stale_certificate(layer, tmp_path) -> None:
+    out, _ = layer
+    proc = tool("tp-run", out, "--random-weights", 1, "--random-inputs", 1)
+    assert "carries no shard-obligation certificate" in proc.stderr
+    verified = tmp_path / "verified.mlir"
+    assert tool("tp-opt", out, "--tp-verify", "-o", verified).returncode == 0
+    proc = tool("tp-run", verified, "--random-weights", 1, "--random-inputs", 1)
+    assert proc.returncode == 0 and "warning" not in proc.stderr
+    # Relocation moves work onto chips: the certificate is dropped ...
+    relocated = tmp_path / "relocated.mlir"
+    assert tool("tp-opt", verified, "--tp-relocate", "-o", relocated).returncode == 0
+    assert (
+        "carries no shard-obligation certificate"
+        in tool("tp-run", relocated, "--random-weights", 1, "--random-inputs", 1).stderr
+    )
+    # ... and a hand edit that moves a partial to another chip's slice makes it stale.
+    text = verified.read_text().replace(
+        "ranges = [(32, 32)], full = [64, 128]", "ranges = [(0, 32)], full = [64, 128]"
+    )
+    edited = tmp_path / "edited.mlir"
+    edited.write_text(text)
+    proc = tool("tp-run", edited, "--random-weights", 1, "--random-inputs", 1)
+    assert "certificate is stale" in proc.stderr

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
+from tp_dialect import certificate
 from tp_dialect.frontend.qwen3 import GenError, Qwen3Config, generate
 from tp_dialect.runtime.checkpoint import (
     MemorySource,
@@ -124,9 +125,27 @@ def execute(
     return outputs, t1 - t0, time.perf_counter() - t1
 
 
+def _warn_certificate(path: str, module: ModuleOp) -> None:
+    """Say when the shard obligation was never checked, or checked on another program."""
+    state = certificate.status(module)
+    if state == "missing":
+        print(
+            f"tp-run: warning: {path} carries no shard-obligation certificate "
+            "(run tp-opt --tp-verify on it)",
+            file=sys.stderr,
+        )
+    elif state == "stale":
+        print(
+            f"tp-run: warning: {path}'s shard-obligation certificate is stale: the program "
+            "changed since tp-verify checked it",
+            file=sys.stderr,
+        )
+
+
 def _main(argv: Sequence[str] | None) -> int:
     args = parser().parse_args(argv)
     module = load_program(tp_context(), args.program)
+    _warn_certificate(args.program, module)
     source = _source(args, module)
     inputs = _inputs(args, module)
     outputs, load_s, run_s = execute(module, source, inputs)

@@ -1,0 +1,428 @@
+"""Random valid tp programs for the property tests, as MLIR text with inputs and expected outputs.
+
+A `Program` is built statement by statement by the `programs` strategy, which also evaluates
+every statement in plain numpy as it goes (an independent model of what the program computes,
+not the project's interpreter). Statements:
+
+* ``tp.shard`` of a full host argument (each chip its slice of a random partition along one
+  axis, possibly several ranges) or a copy of a spine input;
+* chip-local elementwise ops on chip c (``linalg.add`` of chip-c and/or spine values, or
+  ``arith.addf/subf/mulf`` of two chip-c values), the result on chip c;
+* spine elementwise ops of spine values only;
+* all-reduces over one value per chip, spelled ``tp.allreduce`` or the seed's left fold of
+  ``linalg.add`` (chip 0 + chip 1 -> spine, + chip 2 -> spine, ...);
+* carried state: ``tensor.extract_slice`` of a row on chip c, then ``tensor.insert_slice`` of
+  it into a chip-c buffer in place (the buffer is never read again; its new value is);
+* returns of a few spine values and optionally a ``tp.unshard`` of one value per chip.
+
+`Program.text` can also splice extra lines in before any statement (for leak injection).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from hypothesis import strategies as st
+
+F32 = np.float32
+
+SHAPES: tuple[tuple[int, int], ...] = ((2, 3), (1, 4), (3, 2), (2, 2))
+ELEMENTWISE: dict[str, object] = {
+    "arith.addf": np.add,
+    "arith.subf": np.subtract,
+    "arith.mulf": np.multiply,
+}
+
+
+@dataclass(frozen=True)
+class Val:
+    """A tensor value of the program: its SSA name (without %), chip (None: spine), and the
+    index of the statement binding it (-1: a host value, i.e. an argument or a constant)."""
+
+    name: str
+    chip: int | None
+    at: int
+
+
+@dataclass(frozen=True)
+class Partition:
+    """Chip c's indices along ``axis`` of a full tensor of shape ``full``, as slice ranges."""
+
+    axis: int
+    full: tuple[int, int]
+    indices: tuple[tuple[int, ...], ...]  # per chip, in the chip tensor's order
+
+    def ranges(self, chip: int) -> list[tuple[int, int]]:
+        out: list[tuple[int, int]] = []
+        for i in self.indices[chip]:
+            if out and out[-1][0] + out[-1][1] == i:
+                out[-1] = (out[-1][0], out[-1][1] + 1)
+            else:
+                out.append((i, 1))
+        return out
+
+    def attr(self, chip: int) -> str:
+        ranges = ", ".join(f"({s}, {n})" for s, n in self.ranges(chip))
+        full = ", ".join(map(str, self.full))
+        return f"#tp.slice<axis = {self.axis}, ranges = [{ranges}], full = [{full}]>"
+
+    def full_type(self) -> str:
+        return f"tensor<{self.full[0]}x{self.full[1]}xf32>"
+
+
+@dataclass
+class Stmt:
+    """One statement's MLIR lines (with any inline constants it uses) and its kind."""
+
+    kind: str
+    lines: list[str]
+    binds: list[str]
+
+
+@dataclass
+class Program:
+    """A random valid program: text pieces, inputs by name, and the numpy model's outputs."""
+
+    n: int
+    shape: tuple[int, int]
+    args: list[tuple[str, str]]  # (name, type); tp.name is the name
+    host_lines: list[str]  # constants, at the top of the body
+    stmts: list[Stmt]
+    results: list[tuple[str, str, str]]  # (value, type, tp.name)
+    inputs: dict[str, np.ndarray]
+    expected: dict[str, np.ndarray]
+    values: list[Val]  # every tensor value of full shape, in binding order
+    env: dict[str, np.ndarray] = field(repr=False)
+    n_allreduce: int = 0
+    n_fold: int = 0
+
+    def tensor_type(self, chip: int | None, rows: int | None = None) -> str:
+        return tensor_type(self.shape, chip, rows)
+
+    def defined_before(self, index: int) -> list[Val]:
+        """Values bound by host or by statements before ``index`` (still live or not)."""
+        return [v for v in self.values if v.at < index]
+
+    def text(self, insert: dict[int, list[str]] | None = None) -> str:
+        """The module; ``insert[i]`` lines go before statement i (i = len(stmts): at the end)."""
+        insert = insert or {}
+        args = ", ".join(f'%{a}: {t} {{tp.name = "{a}"}}' for a, t in self.args)
+        res = ", ".join(f'{t} {{tp.name = "{name}"}}' for _, t, name in self.results)
+        body: list[str] = list(self.host_lines)
+        for i, stmt in enumerate(self.stmts):
+            body += insert.get(i, [])
+            body += stmt.lines
+        body += insert.get(len(self.stmts), [])
+        values = ", ".join(f"%{v}" for v, _, _ in self.results)
+        types = ", ".join(t for _, t, _ in self.results)
+        body.append(f"func.return {values} : {types}")
+        inner = "\n".join(f"    {line}" for line in body)
+        return (
+            f"builtin.module attributes {{tp.chips = {self.n} : i64}} {{\n"
+            f"  func.func @decode({args}) -> ({res}) {{\n{inner}\n  }}\n}}\n"
+        )
+
+    def __repr__(self) -> str:  # what Hypothesis prints for a falsifying example
+        return f"Program(n={self.n}, shape={self.shape}):\n{self.text()}"
+
+
+def tensor_type(shape: tuple[int, int], chip: int | None, rows: int | None = None) -> str:
+    enc = "" if chip is None else f", #tp.chip<{chip}>"
+    r = shape[0] if rows is None else rows
+    return f"tensor<{r}x{shape[1]}xf32{enc}>"
+
+
+def take(full: np.ndarray, axis: int, indices: tuple[int, ...]) -> np.ndarray:
+    return np.ascontiguousarray(np.take(full, list(indices), axis=axis))
+
+
+class _Builder:
+    """Statement-by-statement construction with a numpy model alongside."""
+
+    def __init__(self, draw: st.DrawFn, n: int, shape: tuple[int, int]) -> None:
+        self.draw = draw
+        self.n = n
+        self.shape = shape
+        self.args: list[tuple[str, str]] = []
+        self.stmts: list[Stmt] = []
+        self.inputs: dict[str, np.ndarray] = {}
+        self.env: dict[str, np.ndarray] = {}
+        self.values: list[Val] = []
+        self.live: list[Val] = []  # values that may still be read
+        self.host_lines: list[str] = []
+        self.fulls: list[tuple[str, Partition]] = []
+        self.empties: dict[int | None, list[str]] = {}
+        self.counter = 0
+        self.n_allreduce = 0
+        self.n_fold = 0
+        seed = draw(st.integers(0, 2**32 - 1))
+        self.rng = np.random.default_rng(seed)
+
+    # -- naming and pools ---------------------------------------------------------------
+
+    def fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def t(self, chip: int | None, rows: int | None = None) -> str:
+        return tensor_type(self.shape, chip, rows)
+
+    def bind(self, name: str, chip: int | None, value: np.ndarray, host: bool = False) -> Val:
+        """Bind ``name`` (call after emitting the statement that binds it)."""
+        v = Val(name, chip, -1 if host else len(self.stmts) - 1)
+        self.env[name] = np.asarray(value, dtype=F32)
+        self.values.append(v)
+        self.live.append(v)
+        return v
+
+    def pool(self, chip: int | None) -> list[Val]:
+        return [v for v in self.live if v.chip == chip]
+
+    def pick(self, vals: list[Val]) -> Val:
+        # Latest first, so shrinking goes towards the most recent value.
+        return self.draw(st.sampled_from(vals[::-1]))
+
+    def emit(self, kind: str, lines: list[str], binds: list[str]) -> None:
+        self.stmts.append(Stmt(kind, lines, binds))
+
+    def empty(self, chip: int | None, lines: list[str]) -> str:
+        """An init of ``chip``'s type: an earlier one reused, or a new one in ``lines``."""
+        earlier = self.empties.setdefault(chip, [])
+        if earlier and self.draw(st.booleans()):
+            return self.draw(st.sampled_from(earlier))
+        name = self.fresh("e")
+        lines.append(f"%{name} = tensor.empty() : {self.t(chip)}")
+        earlier.append(name)
+        return name
+
+    def random_array(self, shape: tuple[int, ...]) -> np.ndarray:
+        return self.rng.uniform(-2.0, 2.0, size=shape).astype(F32)
+
+    def partition(self, axis: int) -> Partition:
+        r, c = self.shape
+        length = (r, c)[axis]
+        full = (r * self.n, c) if axis == 0 else (r, c * self.n)
+        order = list(range(length * self.n))  # often contiguous blocks in chip order
+        if self.draw(st.booleans()):
+            order = self.draw(st.permutations(order))  # else scattered, several ranges
+        per_chip = tuple(tuple(order[k * length : (k + 1) * length]) for k in range(self.n))
+        return Partition(axis, full, per_chip)
+
+    # -- host values --------------------------------------------------------------------
+
+    def spine_arg(self) -> Val:
+        name = self.fresh("x")
+        self.args.append((name, self.t(None)))
+        self.inputs[name] = self.random_array(self.shape)
+        return self.bind(name, None, self.inputs[name], host=True)
+
+    def spine_constant(self) -> Val:
+        value = self.draw(st.sampled_from([0.5, 1.0, -1.5, 2.0]))
+        name = self.fresh("k")
+        self.host_lines.append(f"%{name} = arith.constant dense<{value}> : {self.t(None)}")
+        return self.bind(name, None, np.full(self.shape, value, F32), host=True)
+
+    def full_arg(self) -> tuple[str, Partition]:
+        part = self.partition(self.draw(st.integers(0, 1)))
+        name = self.fresh("w")
+        self.args.append((name, part.full_type()))
+        self.inputs[name] = self.random_array(part.full)
+        self.fulls.append((name, part))
+        return name, part
+
+    # -- statements ---------------------------------------------------------------------
+
+    def shard(self, chip: int) -> Val:
+        name = self.fresh("v")
+        how = self.draw(st.integers(0, 3))
+        if how == 0:
+            # A chip's copy of a whole spine input: a one-range slice of it.
+            x = self.pick([v for v in self.values if v.name in self.inputs and v.chip is None])
+            r, c = self.shape
+            sl = f"#tp.slice<axis = 0, ranges = [(0, {r})], full = [{r}, {c}]>"
+            line = f"%{name} = tp.shard %{x.name} at {sl} : {self.t(None)} -> {self.t(chip)}"
+            self.emit("shard", [line], [name])
+            return self.bind(name, chip, self.env[x.name])
+        if how == 1 or not self.fulls:
+            src, part = self.full_arg()
+        else:
+            src, part = self.draw(st.sampled_from(self.fulls))
+        line = (
+            f"%{name} = tp.shard %{src} at {part.attr(chip)} : {part.full_type()} -> {self.t(chip)}"
+        )
+        self.emit("shard", [line], [name])
+        return self.bind(name, chip, take(self.inputs[src], part.axis, part.indices[chip]))
+
+    def chip_value(self, chip: int) -> Val:
+        pool = self.pool(chip)
+        return self.pick(pool) if pool else self.shard(chip)
+
+    def elementwise(self, chip: int | None) -> Val:
+        """An elementwise statement binding a value on ``chip`` (None: the spine)."""
+        ops = ["linalg.add", *ELEMENTWISE]
+        op = self.draw(st.sampled_from(ops))
+        name = self.fresh("v")
+        lines: list[str] = []
+        if op == "linalg.add":
+            candidates = self.pool(None) + ([] if chip is None else self.pool(chip))
+            if not candidates:
+                candidates = [self.chip_value(chip)]  # type: ignore[arg-type]
+            a, b = self.pick(candidates), self.pick(candidates)
+            e = self.empty(chip, lines)
+            lines.append(
+                f"%{name} = linalg.add ins(%{a.name}, %{b.name} : {self.t(a.chip)}, "
+                f"{self.t(b.chip)}) outs(%{e} : {self.t(chip)}) -> {self.t(chip)}"
+            )
+            value = np.asarray(self.env[a.name] + self.env[b.name], dtype=F32)
+        else:
+            if chip is None:
+                a, b = self.pick(self.pool(None)), self.pick(self.pool(None))
+            else:
+                a = self.chip_value(chip)
+                b = self.chip_value(chip)
+            lines.append(f"%{name} = {op} %{a.name}, %{b.name} : {self.t(chip)}")
+            fn = ELEMENTWISE[op]
+            value = np.asarray(fn(self.env[a.name], self.env[b.name]), dtype=F32)  # type: ignore[operator]
+        self.emit("chip" if chip is not None else "spine", lines, [name])
+        return self.bind(name, chip, value)
+
+    def allreduce(self) -> Val:
+        partials = [self.chip_value(c) for c in range(self.n)]
+        name = self.fresh("s")
+        total = self.env[partials[0].name]
+        for p in partials[1:]:
+            total = np.asarray(total + self.env[p.name], dtype=F32)
+        self.n_allreduce += 1
+        if self.n >= 2 and self.draw(st.booleans()):
+            self.n_fold += 1
+            lines: list[str] = []
+            e = self.empty(None, lines)
+            acc = partials[0]
+            for k, p in enumerate(partials[1:], start=1):
+                out = name if k == self.n - 1 else self.fresh("f")
+                lines.append(
+                    f"%{out} = linalg.add ins(%{acc.name}, %{p.name} : {self.t(acc.chip)}, "
+                    f"{self.t(p.chip)}) outs(%{e} : {self.t(None)}) -> {self.t(None)}"
+                )
+                acc = Val(out, None, -2)  # an intermediate sum: never read elsewhere
+            self.emit("fold", lines, [name])
+        else:
+            names = ", ".join(f"%{p.name}" for p in partials)
+            types = ", ".join(self.t(p.chip) for p in partials)
+            self.emit(
+                "allreduce",
+                [f"%{name} = tp.allreduce {names} : {types} -> {self.t(None)}"],
+                [name],
+            )
+        return self.bind(name, None, total)
+
+    def update(self, chip: int) -> Val:
+        """Carried state: a row of a chip-c value written in place into a chip-c buffer."""
+        buf = self.chip_value(chip)
+        src = self.chip_value(chip)
+        r, c = self.shape
+        i = self.draw(st.integers(0, r - 1))
+        o = self.draw(st.integers(0, r - 1))
+        row = self.fresh("row")
+        row_t = self.t(chip, rows=1)
+        self.emit(
+            "extract",
+            [
+                f"%{row} = tensor.extract_slice %{src.name}[{i}, 0] [1, {c}] [1, 1] : "
+                f"{self.t(chip)} to {row_t}"
+            ],
+            [row],
+        )
+        row_value = self.env[src.name][i : i + 1, :].copy()
+        name = self.fresh("v")
+        self.emit(
+            "update",
+            [
+                f"%{name} = tensor.insert_slice %{row} into %{buf.name}[{o}, 0] [1, {c}] "
+                f"[1, 1] : {row_t} into {self.t(chip)}"
+            ],
+            [name],
+        )
+        value = self.env[buf.name].copy()
+        value[o : o + 1, :] = row_value
+        self.live.remove(buf)  # updated in place: only the new value may be read now
+        return self.bind(name, chip, value)
+
+
+@st.composite
+def programs(
+    draw: st.DrawFn,
+    chips: st.SearchStrategy[int] | None = None,
+    min_statements: int = 3,
+    max_statements: int = 25,
+) -> Program:
+    """A random valid tp program over 1..4 chips (or ``chips``)."""
+    n = draw(chips if chips is not None else st.integers(1, 4))
+    shape = draw(st.sampled_from(SHAPES))
+    b = _Builder(draw, n, shape)
+    for _ in range(draw(st.integers(1, 2))):
+        b.spine_arg()
+    if draw(st.booleans()):
+        b.spine_constant()
+    budget = draw(st.integers(min_statements, max_statements))
+    kinds = ["shard", "chip", "chip", "chip", "spine", "allreduce", "allreduce", "update"]
+    while len(b.stmts) < budget - 1:
+        kind = draw(st.sampled_from(kinds))
+        chip = draw(st.integers(0, n - 1))
+        if kind == "shard":
+            b.shard(chip)
+        elif kind == "chip":
+            b.elementwise(chip)
+        elif kind == "spine":
+            b.elementwise(None)
+        elif kind == "allreduce":
+            b.allreduce()
+        else:
+            b.update(chip)
+    results: list[tuple[str, str, str]] = []
+    expected: dict[str, np.ndarray] = {}
+    spine = b.pool(None)
+    computed = [v for v in spine if v.at >= 0]
+    choices = computed if computed and draw(st.integers(0, 4)) > 0 else spine
+    count = draw(st.integers(1, min(3, len(choices))))
+    picked = draw(
+        st.lists(st.sampled_from(choices[::-1]), min_size=count, max_size=count, unique=True)
+    )
+    for k, v in enumerate(picked):
+        results.append((v.name, b.t(None), f"out{k}"))
+        expected[f"out{k}"] = b.env[v.name]
+    if draw(st.booleans()):
+        parts = [b.chip_value(c) for c in range(n)]
+        part = b.partition(draw(st.integers(0, 1)))
+        order = draw(st.permutations(range(n)))
+        name = b.fresh("u")
+        operands = ", ".join(f"%{parts[c].name}" for c in order)
+        slices = ", ".join(part.attr(c) for c in order)
+        types = ", ".join(b.t(c) for c in order)
+        b.emit(
+            "unshard",
+            [f"%{name} = tp.unshard {operands} slices [{slices}] : {types} -> {part.full_type()}"],
+            [name],
+        )
+        full = np.zeros(part.full, F32)
+        for c in range(n):
+            index: list[object] = [slice(None), slice(None)]
+            index[part.axis] = list(part.indices[c])
+            full[tuple(index)] = b.env[parts[c].name]
+        results.append((name, part.full_type(), "u"))
+        expected["u"] = full
+    return Program(
+        n=n,
+        shape=shape,
+        args=b.args,
+        host_lines=b.host_lines,
+        stmts=b.stmts,
+        results=results,
+        inputs=b.inputs,
+        expected=expected,
+        values=b.values,
+        env=b.env,
+        n_allreduce=b.n_allreduce,
+        n_fold=b.n_fold,
+    )
