@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from benchmarks import decode_step, parse_print
+from benchmarks import decode_step, parse_print, passes_scaling
 
 
 def main() -> None:
     parse_print.main()
     decode_step.main()
+    passes_scaling.main()
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block, Operation, Region
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
+from xdsl.rewriter import InsertPoint
 
 from tp_dialect.analysis.manifest import value_name
 from tp_dialect.analysis.touch import is_statement
@@ -57,17 +58,22 @@ class RelocateStatement(RewritePattern):
         if isinstance(op, SectionOp | TransferOp):
             return
         chips = statement_chips(op, self.n_chips)
-        inner = op.clone()
-        for result in inner.results:
-            result.name_hint = None
-        if isinstance(inner, AllReduceOp):
-            inner.algorithm = StringAttr(self.algorithm)
-        body = Block([inner, YieldOp(*inner.results)])
         label = value_name(op.results[0]) if op.results else op.name
-        section = SectionOp(chips, Region(body), [r.type for r in op.results], label=label)
+        # Move the op itself into the section (no clone: its regions may be large), and
+        # point every outside use of its results at the section's.
+        terminator = YieldOp(*op.results)
+        section = SectionOp(
+            chips, Region(Block([terminator])), [r.type for r in op.results], label=label
+        )
+        rewriter.insert(section, InsertPoint.before(op))
         for new, old in zip(section.outs, op.results, strict=True):
-            new.name_hint = old.name_hint
-        rewriter.replace(op, section)
+            new.name_hint, old.name_hint = old.name_hint, None
+            old.replace_uses_with_if(new, lambda use: use.operation is not terminator)
+        op.detach()
+        section.body.block.insert_op_before(op, terminator)
+        if isinstance(op, AllReduceOp):
+            op.algorithm = StringAttr(self.algorithm)
+        rewriter.has_done_action = True
 
 
 @dataclass(frozen=True)

@@ -119,12 +119,16 @@ def parse_module(
 
 
 def verify_located(module: ModuleOp) -> None:
-    """Verify ``module`` op by op, so a failure names the op that failed."""
-    for op in module.walk():
-        try:
-            op.verify(verify_nested_ops=False)
-        except DiagnosticException as err:
-            raise TpDiagnostic(op, str(err)) from None
+    """Verify ``module``; on a failure, op by op, so the error names the op that failed."""
+    try:
+        module.verify()
+    except DiagnosticException as whole:
+        for op in module.walk():
+            try:
+                op.verify(verify_nested_ops=False)
+            except DiagnosticException as err:
+                raise TpDiagnostic(op, str(err)) from None
+        raise TpDiagnostic(None, str(whole).split("\n")[0]) from None
     try:
         check_chip_indices(module)
     except DiagnosticException as err:
