@@ -20,6 +20,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from tp_dialect import certificate
+from tp_dialect.analysis.stats import format_stats, pipeline_stats
 from tp_dialect.frontend.qwen3 import GenError, Qwen3Config, generate
 from tp_dialect.runtime.checkpoint import (
     MemorySource,
@@ -53,6 +54,11 @@ def parser() -> argparse.ArgumentParser:
         help="also run the unsharded program and compare every output",
     )
     p.add_argument("--against", help="the unsharded program to check against (a file)")
+    p.add_argument(
+        "--stats",
+        action="store_true",
+        help="print per-layer sections, phases, transfers and bytes moved",
+    )
     p.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance of --check")
     p.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance of --check")
     return p
@@ -154,6 +160,8 @@ def _main(argv: Sequence[str] | None) -> int:
         f"ran {args.program} ({chips.value.data if chips else 1} chip(s)): "
         f"load {load_s * 1e3:.1f} ms, run {run_s * 1e3:.1f} ms"
     )
+    if args.stats:
+        print(format_stats(pipeline_stats(module)))
     if args.outputs:
         buffer = io.BytesIO()
         np.savez(buffer, **outputs)
