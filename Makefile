@@ -23,11 +23,11 @@ demo: $(STAMP)
 	@mkdir -p $(DEMO)
 	$(BIN)/tp-opt examples/megatron_mlp.mlir -o $(DEMO)/megatron_mlp.mlir
 	$(BIN)/tp-gen qwen3 --preset tiny --layers 2 --chips 4 -o $(DEMO)/tiny.mlir --manifest $(DEMO)/tiny.json
-	$(BIN)/tp-opt $(DEMO)/tiny.mlir -o $(DEMO)/tiny.verified.mlir
-	$(BIN)/tp-run $(DEMO)/tiny.mlir --random-weights 0 --random-inputs 1 --position 5 --check
+	$(BIN)/tp-opt $(DEMO)/tiny.mlir --tp-verify -o $(DEMO)/tiny.verified.mlir
+	$(BIN)/tp-run $(DEMO)/tiny.verified.mlir --random-weights 0 --random-inputs 1 --position 5 --check
 	$(BIN)/tp-opt $(DEMO)/tiny.mlir --tp-verify --tp-relocate --tp-transfers --tp-phase --tp-verify -o $(DEMO)/tiny.phased.mlir
 	$(BIN)/tp-run $(DEMO)/tiny.phased.mlir --random-weights 0 --random-inputs 1 --position 5 --check --stats
-	$(BIN)/tp-gen qwen3 --preset qwen3-8b --layers 1 --chips 4 -o $(DEMO)/qwen3-8b.mlir
+	$(BIN)/tp-gen qwen3 --preset qwen3-8b --layers 1 --chips 4 | $(BIN)/tp-opt --tp-verify -o $(DEMO)/qwen3-8b.mlir
 	$(BIN)/tp-run $(DEMO)/qwen3-8b.mlir --random-weights 0 --random-inputs 1 --position 100 --check
 
 lint: $(STAMP)
