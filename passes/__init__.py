@@ -1,7 +1,7 @@
 """tp's passes, one module each; `TP_PASSES` maps each pass name to its class.
 
 The lowering pipeline (DESIGN §3): tp-verify, tp-raise-allreduce, tp-relocate,
-tp-transfers, tp-phase (then, as they land, tp-fuse, tp-link-points, tp-relay). Classes are
+tp-transfers, tp-phase, tp-link-points, tp-relay (and, as it lands, tp-fuse). Classes are
 imported on demand, as xDSL's own registry does, so listing passes stays cheap.
 """
 
@@ -40,10 +40,24 @@ def _phase() -> type[ModulePass]:
     return TpPhase
 
 
+def _link_points() -> type[ModulePass]:
+    from tp_dialect.passes.link_points import TpLinkPoints
+
+    return TpLinkPoints
+
+
+def _relay() -> type[ModulePass]:
+    from tp_dialect.passes.relay import TpRelay
+
+    return TpRelay
+
+
 TP_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tp-verify": _verify,
     "tp-raise-allreduce": _raise_allreduce,
     "tp-relocate": _relocate,
     "tp-transfers": _transfers,
     "tp-phase": _phase,
+    "tp-link-points": _link_points,
+    "tp-relay": _relay,
 }

@@ -21,6 +21,7 @@ not the project's interpreter). Statements:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
@@ -125,8 +126,12 @@ class Program:
             f"  func.func @decode({args}) -> ({res}) {{\n{inner}\n  }}\n}}\n"
         )
 
-    def __repr__(self) -> str:  # what Hypothesis prints for a falsifying example
+    def __repr__(self) -> str:
         return f"Program(n={self.n}, shape={self.shape}):\n{self.text()}"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """What Hypothesis prints for a falsifying example: the program's text."""
+        printer.text(repr(self))
 
 
 def tensor_type(shape: tuple[int, int], chip: int | None, rows: int | None = None) -> str:
@@ -271,8 +276,6 @@ class _Builder:
         lines: list[str] = []
         if op == "linalg.add":
             candidates = self.pool(None) + ([] if chip is None else self.pool(chip))
-            if not candidates:
-                candidates = [self.chip_value(chip)]  # type: ignore[arg-type]
             a, b = self.pick(candidates), self.pick(candidates)
             a = self.not_fold_result(a, candidates)
             e = self.empty(chip, lines)

@@ -12,9 +12,24 @@ from tp_dialect.ops import (
     UnshardOp,
     YieldOp,
 )
+from tp_dialect.program_ops import ChipProgramOp, CopyOp, FinishOp, LinkOp, RelayOp, RunToOp
 
 TP = Dialect(
     "tp",
-    [ShardOp, UnshardOp, AllReduceOp, SectionOp, YieldOp, TransferOp, BarrierOp],
+    [
+        ShardOp,
+        UnshardOp,
+        AllReduceOp,
+        SectionOp,
+        YieldOp,
+        TransferOp,
+        BarrierOp,
+        ChipProgramOp,
+        FinishOp,
+        LinkOp,
+        RelayOp,
+        RunToOp,
+        CopyOp,
+    ],
     [ChipAttr, SliceAttr],
 )

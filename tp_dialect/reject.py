@@ -25,7 +25,11 @@ class TpReject(Enum):
     SECTION_CHIP = "section-chip"
     """A value of chip c inside a section that does not run on chip c."""
     NOT_SECTIONED = "not-sectioned"
-    """A pass that needs sections (tp-transfers, tp-phase) met a statement outside one."""
+    """A pass that needs sections (tp-transfers, tp-phase, ...) met a statement outside one."""
+    NOT_LINKABLE = "not-linkable"
+    """Per-chip programs cannot spell a collective's exchange (a ring all-reduce)."""
+    DEADLOCK = "deadlock"
+    """The relay: no chip can move before all have finished; each chip's halt is named."""
 
     def at(self, op: Operation | None, message: str) -> TpDiagnostic:
         """The diagnostic for this reason at ``op``: ``[tp-reject <reason>] message``."""

@@ -11,7 +11,9 @@ from xdsl.interpreter import Interpreter
 from xdsl.interpreters.func import FuncFunctions
 
 from tp_dialect.ops import ShardOp
+from tp_dialect.program_ops import ChipProgramOp
 from tp_dialect.runtime.numpy_impls import NumpyFunctions
+from tp_dialect.runtime.relay_exec import run_linked
 from tp_dialect.signature import BindError, Port, entry_function, ports
 
 
@@ -48,10 +50,13 @@ def run_program(
     func = entry_function(module)
     ins, outs = ports(func)
     args = bind(ins, values)
-    interpreter = Interpreter(module)
-    interpreter.register_implementations(FuncFunctions())
-    interpreter.register_implementations(NumpyFunctions(placed))
-    results = interpreter.call_op(func, tuple(args))
+    if any(isinstance(op, ChipProgramOp) for op in func.body.block.ops):
+        results = run_linked(module, func, args, placed)  # per-chip programs: the relay
+    else:
+        interpreter = Interpreter(module)
+        interpreter.register_implementations(FuncFunctions())
+        interpreter.register_implementations(NumpyFunctions(placed))
+        results = interpreter.call_op(func, tuple(args))
     return {
         port.name: np.asarray(r, dtype=port.numpy_dtype)
         for port, r in zip(outs, results, strict=True)

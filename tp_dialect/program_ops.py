@@ -1,0 +1,259 @@
+"""tp ops for per-chip programs and the host's relay between them.
+
+``tp.chip_program on c (%inputs) { ... tp.finish %outs }``: chip c's own program, isolated
+from the rest (host inputs come in as block arguments, outputs leave through ``tp.finish``).
+``tp.link k sends(...) receives [...]``: the k-th place the program halts for transfers —
+the tensors it sends, by buffer name, and the ones it receives (its results). ``tp.relay``
+holds the host's schedule: ``tp.run_to`` (run a chip to a halt) and ``tp.copy`` (copy a sent
+buffer from one chip to another), round by round.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import I64, ArrayAttr, IntegerAttr, StringAttr, i64
+from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_op_definition,
+    prop_def,
+    region_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, NoTerminator
+from xdsl.utils.exceptions import VerifyException
+
+from tp_dialect.ops import _check_chip
+
+
+@irdl_op_definition
+class ChipProgramOp(IRDLOperation):
+    """One chip's program: its sections in order, halting at its link points."""
+
+    name = "tp.chip_program"
+
+    chip = prop_def(IntegerAttr[I64])
+    inputs = var_operand_def()
+    body = region_def("single_block")
+    outputs = var_result_def()
+
+    traits = traits_def(IsolatedFromAbove())
+
+    def __init__(
+        self, chip: int, inputs: Sequence[SSAValue], body: Region, output_types: Sequence[Attribute]
+    ):
+        super().__init__(
+            operands=[inputs],
+            result_types=[output_types],
+            regions=[body],
+            properties={"chip": IntegerAttr(chip, i64)},
+        )
+
+    @property
+    def chip_index(self) -> int:
+        return self.chip.value.data
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ChipProgramOp:
+        parser.parse_keyword("on")
+        chip = parser.parse_integer(allow_boolean=False)
+        operands = parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN, parser.parse_unresolved_operand
+        )
+        body = parser.parse_region()
+        parser.parse_punctuation(":")
+        in_types = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
+        parser.parse_punctuation("->")
+        out_types = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
+        inputs = parser.resolve_operands(operands, in_types, parser.pos)
+        return cls(chip, inputs, body, out_types)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" on {self.chip_index} (")
+        printer.print_list(self.inputs, printer.print_operand)
+        printer.print_string(") ")
+        printer.print_region(self.body, print_entry_block_args=True)
+        printer.print_string(" : (")
+        printer.print_list(self.inputs.types, printer.print_attribute)
+        printer.print_string(") -> (")
+        printer.print_list(self.outputs.types, printer.print_attribute)
+        printer.print_string(")")
+
+    def verify_(self) -> None:
+        _check_chip(self, self.chip_index, "program")
+        block = self.body.block
+        if tuple(a.type for a in block.args) != tuple(self.inputs.types):
+            raise VerifyException(
+                f"'tp.chip_program' on chip {self.chip_index}: block arguments must match "
+                "its inputs"
+            )
+        last = block.last_op
+        if not isinstance(last, FinishOp):
+            raise VerifyException(
+                f"'tp.chip_program' on chip {self.chip_index} must end with 'tp.finish'"
+            )
+        if tuple(last.values.types) != tuple(self.outputs.types):
+            raise VerifyException(
+                f"'tp.chip_program' on chip {self.chip_index}: 'tp.finish' values must match "
+                "its results"
+            )
+        halts = [op.index.value.data for op in block.ops if isinstance(op, LinkOp)]
+        if halts != sorted(set(halts)):
+            raise VerifyException(
+                f"'tp.chip_program' on chip {self.chip_index}: link points {halts} must be "
+                "numbered in increasing program order"
+            )
+
+
+@irdl_op_definition
+class FinishOp(IRDLOperation):
+    """Ends a chip's program, handing its outputs to the host."""
+
+    name = "tp.finish"
+
+    values = var_operand_def()
+
+    traits = traits_def(IsTerminator(), HasParent(ChipProgramOp))
+
+    assembly_format = "attr-dict ($values^ `:` type($values))?"
+
+    def __init__(self, *values: SSAValue):
+        super().__init__(operands=[values])
+
+
+@irdl_op_definition
+class LinkOp(IRDLOperation):
+    """LinkPoint: where a chip's program halts. It sends ``sent`` under ``send_names`` (after
+    the sections that stored them) and receives ``recv_names`` as its results (before the
+    sections that load them). Link 0, if present, is the start: what the host places
+    before the chip runs."""
+
+    name = "tp.link"
+
+    index = prop_def(IntegerAttr[I64])
+    sent = var_operand_def()
+    send_names = prop_def(ArrayAttr[StringAttr])
+    recv_names = prop_def(ArrayAttr[StringAttr])
+    received = var_result_def()
+
+    traits = traits_def(HasParent(ChipProgramOp))
+
+    assembly_format = (
+        "$index `sends` `(` $sent `)` `as` $send_names `receives` $recv_names attr-dict "
+        "`:` functional-type($sent, $received)"
+    )
+
+    def __init__(
+        self,
+        index: int,
+        sent: Sequence[SSAValue],
+        send_names: Sequence[str],
+        recv_names: Sequence[str],
+        recv_types: Sequence[Attribute],
+    ):
+        super().__init__(
+            operands=[sent],
+            result_types=[recv_types],
+            properties={
+                "index": IntegerAttr(index, i64),
+                "send_names": ArrayAttr(StringAttr(n) for n in send_names),
+                "recv_names": ArrayAttr(StringAttr(n) for n in recv_names),
+            },
+        )
+
+    @property
+    def halt(self) -> int:
+        return self.index.value.data
+
+    @property
+    def sends(self) -> list[str]:
+        return [s.data for s in self.send_names.data]
+
+    @property
+    def receives(self) -> list[str]:
+        return [s.data for s in self.recv_names.data]
+
+    def verify_(self) -> None:
+        if len(self.sends) != len(self.sent):
+            raise VerifyException(
+                f"'tp.link' {self.halt} sends {len(self.sent)} values under {len(self.sends)} names"
+            )
+        if len(self.receives) != len(self.received):
+            raise VerifyException(
+                f"'tp.link' {self.halt} receives {len(self.receives)} names into "
+                f"{len(self.received)} results"
+            )
+        if self.halt == 0 and self.sent:
+            raise VerifyException("'tp.link' 0 is the start: it receives, it cannot send")
+
+
+@irdl_op_definition
+class RelayOp(IRDLOperation):
+    """The host's relay: its steps in order, round by round."""
+
+    name = "tp.relay"
+
+    body = region_def("single_block")
+
+    traits = traits_def(NoTerminator())
+
+    assembly_format = "attr-dict-with-keyword $body"
+
+    def __init__(self, steps: Sequence[IRDLOperation]):
+        super().__init__(regions=[Region(Block(steps))])
+
+
+@irdl_op_definition
+class RunToOp(IRDLOperation):
+    """RelayStep: in ``round``, run chip ``chip`` to its halt ``halt``."""
+
+    name = "tp.run_to"
+
+    round = prop_def(IntegerAttr[I64])
+    chip = prop_def(IntegerAttr[I64])
+    halt = prop_def(IntegerAttr[I64])
+
+    traits = traits_def(HasParent(RelayOp))
+
+    assembly_format = "`round` $round `chip` $chip `halt` $halt attr-dict"
+
+    def __init__(self, round_: int, chip: int, halt: int):
+        super().__init__(
+            properties={
+                "round": IntegerAttr(round_, i64),
+                "chip": IntegerAttr(chip, i64),
+                "halt": IntegerAttr(halt, i64),
+            }
+        )
+
+
+@irdl_op_definition
+class CopyOp(IRDLOperation):
+    """RelayStep: in ``round``, copy the buffer ``tensor`` chip ``source`` sent to chip
+    ``dest``."""
+
+    name = "tp.copy"
+
+    round = prop_def(IntegerAttr[I64])
+    tensor = prop_def(StringAttr)
+    source = prop_def(IntegerAttr[I64])
+    dest = prop_def(IntegerAttr[I64])
+
+    traits = traits_def(HasParent(RelayOp))
+
+    assembly_format = "`round` $round $tensor `from` $source `to` $dest attr-dict"
+
+    def __init__(self, round_: int, tensor: str, source: int, dest: int):
+        super().__init__(
+            properties={
+                "round": IntegerAttr(round_, i64),
+                "tensor": StringAttr(tensor),
+                "source": IntegerAttr(source, i64),
+                "dest": IntegerAttr(dest, i64),
+            }
+        )

@@ -1,0 +1,155 @@
+"""Per-chip programs run under the host's relay, on the reference interpreter.
+
+Each chip has its own interpreter (its own values: nothing is shared but what the relay
+copies). ``RunTo(chip, h)`` resumes the chip where it stands, binding what its halt receives
+from its inbox, and runs it until it arrives at halt ``h``, publishing what that halt sends;
+``Copy(t, a, b)`` moves buffer ``t`` from chip a's outbox to chip b's inbox. A read of a
+buffer nobody copied fails loudly, naming it and the chip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.interpreter import Interpreter
+from xdsl.interpreters.func import FuncFunctions
+from xdsl.ir import Operation
+from xdsl.utils.exceptions import InterpretationError
+
+from tp_dialect.analysis.relay import Copy, RelayStep, RunTo
+from tp_dialect.ops import ShardOp
+from tp_dialect.passes.relay import schedule
+from tp_dialect.program_ops import ChipProgramOp, CopyOp, FinishOp, LinkOp, RelayOp, RunToOp
+from tp_dialect.runtime.numpy_impls import NumpyFunctions
+
+
+def _interpreter(module: ModuleOp, placed: dict[ShardOp, np.ndarray] | None) -> Interpreter:
+    interpreter = Interpreter(module)
+    interpreter.register_implementations(FuncFunctions())
+    interpreter.register_implementations(NumpyFunctions(placed))
+    return interpreter
+
+
+class ChipRunner:
+    """One chip's program, resumable at its halts."""
+
+    def __init__(
+        self,
+        module: ModuleOp,
+        program: ChipProgramOp,
+        inputs: Sequence[Any],
+        placed: dict[ShardOp, np.ndarray] | None,
+    ) -> None:
+        self.chip = program.chip_index
+        self.interpreter = _interpreter(module, placed)
+        block = program.body.block
+        self.interpreter.set_values(zip(block.args, inputs, strict=True))
+        self.ops = list(block.ops)
+        self.next = 0
+        self.standing: LinkOp | None = None
+        self.outbox: dict[str, Any] = {}
+        self.inbox: dict[str, Any] = {}
+        self.outputs: tuple[Any, ...] | None = None
+        self._run_until(lambda op: isinstance(op, LinkOp) and op.halt == 0, stop_at_start=True)
+
+    def run_to(self, halt: int) -> None:
+        """Leave the current halt (taking its receives) and run until arriving at ``halt``."""
+        if self.outputs is not None:
+            raise InterpretationError(f"chip {self.chip} has finished; it has no halt {halt}")
+        if self.standing is not None:
+            self._take(self.standing)
+            self.standing = None
+        arrived = self._run_until(lambda op: isinstance(op, LinkOp | FinishOp))
+        if isinstance(arrived, LinkOp) and arrived.halt != halt:
+            raise InterpretationError(
+                f"the relay ran chip {self.chip} to halt {halt}, but it halts at "
+                f"{arrived.halt} first"
+            )
+
+    def _take(self, link: LinkOp) -> None:
+        values = []
+        for name in link.receives:
+            if name not in self.inbox:
+                raise InterpretationError(
+                    f"chip {self.chip} leaves halt {link.halt} without '{name}': the relay "
+                    "never copied it here"
+                )
+            values.append(self.inbox[name])
+        self.interpreter.set_values(zip(link.received, values, strict=True))
+
+    def _run_until(self, stop: Any, stop_at_start: bool = False) -> Operation | None:
+        interp = self.interpreter
+        while self.next < len(self.ops):
+            op = self.ops[self.next]
+            if stop_at_start and isinstance(op, LinkOp | FinishOp) and not stop(op):
+                return None  # no start halt: the chip needs nothing placed before it starts
+            if stop(op):
+                self.next += 1
+                if isinstance(op, FinishOp):
+                    self.outputs = interp.get_values(op.values)
+                else:
+                    self.standing = op
+                    for name, value in zip(op.sends, interp.get_values(op.sent), strict=True):
+                        self.outbox[name] = value
+                return op
+            results = interp.run_op(op, interp.get_values(op.operands))
+            interp.set_values(zip(op.results, results, strict=True))
+            self.next += 1
+        return None
+
+
+def relay_steps(func: FuncOp) -> list[RelayStep]:
+    """The relay in ``func`` (a ``tp.relay`` op), or the schedule computed from its programs."""
+    for op in func.body.block.ops:
+        if isinstance(op, RelayOp):
+            return [
+                RunTo(s.round.value.data, s.chip.value.data, s.halt.value.data)
+                if isinstance(s, RunToOp)
+                else Copy(s.round.value.data, s.tensor.data, s.source.value.data, s.dest.value.data)
+                for s in op.body.block.ops
+                if isinstance(s, RunToOp | CopyOp)
+            ]
+    return schedule(func)  # the same schedule tp-relay would emit
+
+
+def run_linked(
+    module: ModuleOp,
+    func: FuncOp,
+    args: Sequence[Any],
+    placed: dict[ShardOp, np.ndarray] | None = None,
+) -> tuple[Any, ...]:
+    """``func`` — per-chip programs, host statements, return — run under its relay."""
+    host = _interpreter(module, placed)
+    host.set_values(zip(func.body.block.args, args, strict=True))
+    runners: dict[int, ChipRunner] = {}
+    programs: list[ChipProgramOp] = []
+    for op in func.body.block.ops:
+        if isinstance(op, ChipProgramOp):
+            programs.append(op)
+            runners[op.chip_index] = ChipRunner(module, op, host.get_values(op.inputs), placed)
+    for step in relay_steps(func):
+        if isinstance(step, Copy):
+            src = runners[step.src].outbox
+            if step.tensor not in src:
+                raise InterpretationError(
+                    f"the relay copies '{step.tensor}' from chip {step.src}, which has not sent it"
+                )
+            runners[step.dst].inbox[step.tensor] = src[step.tensor]
+        else:
+            runners[step.chip].run_to(step.halt)
+    for program in programs:
+        outputs = runners[program.chip_index].outputs
+        if outputs is None:
+            raise InterpretationError(f"the relay never ran chip {program.chip_index} to its end")
+        host.set_values(zip(program.outputs, outputs, strict=True))
+    for op in func.body.block.ops:
+        if isinstance(op, ChipProgramOp | RelayOp):
+            continue
+        if isinstance(op, ReturnOp):
+            return host.get_values(op.operands)
+        host.set_values(zip(op.results, host.run_op(op, host.get_values(op.operands)), strict=True))
+    raise InterpretationError("the function has no return")
