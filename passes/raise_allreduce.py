@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -57,7 +58,12 @@ class TpRaiseAllreduce(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         n = stated_chips(op) or 1
-        folds = [f for f in find_folds(op) if f.is_allreduce(n)]
+        # Folds at statement level only: raising inside sections is relocate's business.
+        folds = [
+            f
+            for f in find_folds(op)
+            if f.is_allreduce(n) and all(isinstance(o.parent_op(), FuncOp) for o in f.ops)
+        ]
         if not folds:
             return
         last = {f.ops[-1]: f.ops for f in folds}

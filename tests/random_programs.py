@@ -384,9 +384,9 @@ def programs(
 ) -> Program:
     """A random valid tp program over 1..4 chips (or ``chips``).
 
-    With ``fold_hazards=False`` two valid shapes are left out that make a fold of adds
-    ambiguous to tp's fold analysis (see `tests/test_properties_lowering.py`): a fold whose
-    first partial is an add's result, and a fold's sum as the left operand of a later add.
+    With ``fold_hazards=False`` two valid shapes are left out that once fooled tp's fold
+    analysis (a fold whose first partial is an add's result, and a fold's sum as the left
+    operand of a later add; regression tests in `tests/test_properties_lowering.py`).
     """
     n = draw(chips if chips is not None else st.integers(1, 4))
     shape = draw(st.sampled_from(SHAPES))

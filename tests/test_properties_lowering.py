@@ -336,7 +336,7 @@ def assert_defined_before_use(module: ModuleOp) -> None:
 
 
 @settings(max_examples=40, **SETTINGS)
-@given(programs(fold_hazards=False))
+@given(programs())
 def test_every_pipeline_prefix_preserves_outputs(prog: Program) -> None:
     """Invariant: the program's outputs (by name) are those of the numpy model, and stay exactly
     the same after every prefix of tp-verify, tp-raise-allreduce, tp-relocate (fold and ring),
@@ -372,7 +372,7 @@ def _storage_conflict(a: SectionTouch, b: SectionTouch) -> bool:
 
 
 @settings(max_examples=40, **SETTINGS)
-@given(programs(fold_hazards=False), st.sampled_from(ALGORITHMS))
+@given(programs(), st.sampled_from(ALGORITHMS))
 def test_phases_are_hazard_free_and_separated_by_barriers(prog: Program, algorithm: str) -> None:
     """Invariant after tp-phase: constants come first; statements then run in phases, each
     closed by `tp.barrier phase k`, with `tp.phase = k` on every statement, k increasing
@@ -443,7 +443,7 @@ def test_phases_are_hazard_free_and_separated_by_barriers(prog: Program, algorit
 
 
 @settings(max_examples=40, **SETTINGS)
-@given(programs(fold_hazards=False), st.sampled_from(ALGORITHMS))
+@given(programs(), st.sampled_from(ALGORITHMS))
 def test_transfers_are_unique_sufficient_and_idempotent(prog: Program, algorithm: str) -> None:
     """Invariant after tp-transfers: each (value, destination) is transferred at most once and
     no host value (argument, constant) is transferred; replaying the program in order on
@@ -587,7 +587,7 @@ def _chip_value(
 def leaks(draw: st.DrawFn) -> Injected:
     """A spine value computed from a chip value: `linalg.add` of a chip value and a spine value
     into a spine init, or a row of a chip value extracted as a spine tensor."""
-    prog = draw(programs(fold_hazards=False, max_statements=15))
+    prog = draw(programs(max_statements=15))
     position = draw(st.integers(0, len(prog.stmts)))
     chip = draw(st.integers(0, prog.n - 1))
     lines: list[str] = []
@@ -616,7 +616,7 @@ def leaks(draw: st.DrawFn) -> Injected:
 def bad_folds(draw: st.DrawFn) -> Injected:
     """A fold of adds into the spine over chip partials that misses a chip (N >= 3), repeats
     one, or is out of chip order (N >= 2)."""
-    prog = draw(programs(fold_hazards=False, max_statements=15))
+    prog = draw(programs(max_statements=15))
     n = prog.n
     kinds = ["repeats"] + (["order"] if n >= 2 else []) + (["misses"] if n >= 3 else [])
     kind = draw(st.sampled_from(kinds))
@@ -659,7 +659,7 @@ def bad_folds(draw: st.DrawFn) -> Injected:
 def mixes(draw: st.DrawFn) -> Injected:
     """A statement mixing two chips' values: `linalg.add` of chip a and chip b values into a
     chip init, or a row of a chip-b value inserted into a chip-a buffer."""
-    prog = draw(programs(chips=st.integers(2, 4), fold_hazards=False, max_statements=15))
+    prog = draw(programs(chips=st.integers(2, 4), max_statements=15))
     a, b = draw(st.lists(st.integers(0, prog.n - 1), min_size=2, max_size=2, unique=True))
     position = draw(st.integers(0, len(prog.stmts)))
     lines: list[str] = []
@@ -739,7 +739,7 @@ def _relocated_statements(module: ModuleOp) -> Iterator[SectionOp]:
 
 
 @settings(max_examples=30, **SETTINGS)
-@given(programs(fold_hazards=False), st.sampled_from(ALGORITHMS))
+@given(programs(), st.sampled_from(ALGORITHMS))
 def test_relocate_drops_the_certificate_and_verify_accepts_the_result(
     prog: Program, algorithm: str
 ) -> None:
@@ -777,7 +777,7 @@ def test_relocate_drops_the_certificate_and_verify_accepts_the_result(
 
 
 @settings(max_examples=30, **SETTINGS)
-@given(programs(fold_hazards=False), st.sampled_from(ALGORITHMS))
+@given(programs(), st.sampled_from(ALGORITHMS))
 def test_verify_accepts_relocated_folds_without_raising_them(prog: Program, algorithm: str) -> None:
     """Invariant: tp-relocate keeps what every statement computes, so a valid program stays
     valid: tp-verify accepts it relocated straight after tp-verify (the Makefile's
@@ -816,7 +816,7 @@ def test_verify_accepts_a_relocated_three_chip_fold() -> None:
 
 
 @settings(max_examples=100, **SETTINGS)
-@given(programs(fold_hazards=False))
+@given(programs())
 def test_phase_straight_after_relocate_defines_values_before_use(prog: Program) -> None:
     """Invariant: tp-phase run straight after tp-relocate (README's `tp-opt layer.mlir
     --tp-relocate --tp-phase`, no tp-transfers; the seed's fold all-reduce) still defines every

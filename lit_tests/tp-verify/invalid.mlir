@@ -47,14 +47,14 @@ builtin.module attributes {tp.chips = 2 : i64} {
 }
 
 // -----
-// ... or adds in spine data.
+// ... or adds in spine data between its partials.
 builtin.module attributes {tp.chips = 2 : i64} {
   func.func @spine(%p0: tensor<4xf32, #tp.chip<0>>, %p1: tensor<4xf32, #tp.chip<1>>, %x: tensor<4xf32>) -> tensor<4xf32> {
     %e = tensor.empty() : tensor<4xf32>
-    %s1 = linalg.add ins(%p0, %p1 : tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<1>>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+    %s1 = linalg.add ins(%p0, %x : tensor<4xf32, #tp.chip<0>>, tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
 // CHECK-LABEL: error: fold of adds into %s adds spine value %x to chip partials: an all-reduce sums one partial per chip and nothing else [fold-mixes-spine]
-// CHECK-NEXT: %s = linalg.add ins(%s1, %x
-    %s = linalg.add ins(%s1, %x : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NEXT: %s = linalg.add ins(%s1, %p1
+    %s = linalg.add ins(%s1, %p1 : tensor<4xf32>, tensor<4xf32, #tp.chip<1>>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
     func.return %s : tensor<4xf32>
   }
 }

@@ -1,9 +1,12 @@
 """The seed's spelling of an all-reduce: a left fold of adds over chip-local partials.
 
-``s1 = p0 + p1; s2 = s1 + p2; ...`` — each add's left operand the previous sum (used only
-there), its right operand the next partial. `find_folds` returns every maximal such chain
-with at least two chip-owned partials and spine sums; `Fold.is_allreduce` says whether it is a valid
-all-reduce (one chip-owned partial per chip, in chip order), and the verifier says why not.
+``s1 = p0 + p1; s2 = s1 + p2; ...`` — every sum a spine value used only by the next add (as
+its left operand), every later right operand a chip-owned partial. `find_folds` returns each
+maximal such chain with at least two chip-owned partials; `Fold.is_allreduce` says whether it
+is a valid all-reduce (one partial per chip, in chip order), the verifier says why not. A sum
+used on the left of an add of spine data (a residual) ends the fold: that add is ordinary
+spine work. Chains are followed through sections, so a fold relocated into one section per
+add is still seen as one fold.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation, SSAValue
 
 from tp_dialect.attrs import chip_of
+from tp_dialect.ops import SectionOp, YieldOp
 
 
 @dataclass(frozen=True)
@@ -27,7 +31,8 @@ class Fold:
 
     @property
     def result(self) -> SSAValue:
-        return self.ops[-1].results[0]
+        """The fold's sum as the rest of the program sees it."""
+        return visible(self.ops[-1])
 
     @property
     def chips(self) -> tuple[int | None, ...]:
@@ -38,7 +43,8 @@ class Fold:
         return self.chips == tuple(range(n_chips))
 
 
-def _add_operands(op: Operation) -> tuple[SSAValue, SSAValue] | None:
+def add_operands(op: Operation) -> tuple[SSAValue, SSAValue] | None:
+    """The two summands of an elementwise add, or None for any other op."""
     if isinstance(op, linalg.AddOp) and len(op.inputs) == 2:
         return op.inputs[0], op.inputs[1]
     if isinstance(op, arith.AddfOp):
@@ -46,37 +52,58 @@ def _add_operands(op: Operation) -> tuple[SSAValue, SSAValue] | None:
     return None
 
 
+def visible(op: Operation) -> SSAValue:
+    """``op``'s result as other statements see it: through its section, if it has one."""
+    result = op.results[0]
+    section = op.parent_op()
+    if isinstance(section, SectionOp):
+        for use in result.uses:
+            if isinstance(use.operation, YieldOp):
+                return section.outs[use.index]
+    return result
+
+
+def _spine_sum(op: Operation) -> bool:
+    return add_operands(op) is not None and chip_of(op.results[0].type) is None
+
+
 def _continues(op: Operation) -> Operation | None:
-    """The add that takes ``op``'s sum as its left operand, if that is its only use."""
-    uses = list(op.results[0].uses)
+    """The add that takes ``op``'s sum as its left operand and a chip partial as its right,
+    if that is the sum's only use and it also sums to the spine."""
+    uses = list(visible(op).uses)
     if len(uses) != 1:
         return None
     user = uses[0].operation
-    operands = _add_operands(user)
-    if operands is None or operands[0] is not op.results[0]:
+    operands = add_operands(user)
+    if operands is None or operands[0] is not visible(op) or not _spine_sum(user):
         return None
+    if chip_of(operands[1].type) is None:
+        return None  # adding spine data to the sum: a residual, not the fold
     return user
 
 
 def find_folds(root: Operation) -> Iterator[Fold]:
     """Every maximal left fold of adds under ``root`` that sums chip partials to the spine."""
     for op in root.walk():
-        operands = _add_operands(op)
-        if operands is None:
+        if not _spine_sum(op):
             continue
-        lhs, _ = operands
-        # Start only at the head: its left operand is not itself a continued sum.
-        if lhs.owner is not None and isinstance(lhs.owner, Operation):
-            if _add_operands(lhs.owner) is not None and _continues(lhs.owner) is op:
-                continue
+        lhs, _ = add_operands(op)  # type: ignore[misc]
+        producer = _inner(lhs)
+        if producer is not None and _spine_sum(producer) and _continues(producer) is op:
+            continue  # not the head: the chain is found from its first add
         chain = [op]
         while (nxt := _continues(chain[-1])) is not None:
             chain.append(nxt)
-        first = _add_operands(chain[0])
+        first = add_operands(chain[0])
         assert first is not None
-        partials = [first[0]] + [_add_operands(o)[1] for o in chain]  # type: ignore[index]
-        # A fold sums chip partials into the spine: at least two chip-owned partials, and
-        # every sum along the way a spine value.
-        owned = sum(chip_of(p.type) is not None for p in partials)
-        if owned >= 2 and all(chip_of(o.results[0].type) is None for o in chain):
+        partials = [first[0]] + [add_operands(o)[1] for o in chain]  # type: ignore[index]
+        if sum(chip_of(p.type) is not None for p in partials) >= 2:
             yield Fold(tuple(chain), tuple(partials))
+
+
+def _inner(value: SSAValue) -> Operation | None:
+    """The op computing ``value``: inside its section, if a section yields it."""
+    owner = value.owner
+    if isinstance(owner, SectionOp):
+        return owner.yield_op.values[value.index].owner  # type: ignore[return-value]
+    return owner if isinstance(owner, Operation) else None
