@@ -17,8 +17,10 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 DEMO := build/demo
 
-# The main job: generate a tensor-parallel Qwen3 decode step, verify it, run it, and check
-# it against the unsharded layer (tiny dims on 4 chips, then one real-dims qwen3-8b layer).
+# The main job: generate a tensor-parallel Qwen3 decode step, verify it, lower it through the
+# whole pipeline (sections, transfers, phases, per-chip programs, the host's relay), run every
+# stage and check it against the unsharded layer, printing per-layer figures; then one
+# real-dims qwen3-8b layer.
 demo: $(STAMP)
 	@mkdir -p $(DEMO)
 	$(BIN)/tp-opt examples/megatron_mlp.mlir -o $(DEMO)/megatron_mlp.mlir
@@ -27,6 +29,8 @@ demo: $(STAMP)
 	$(BIN)/tp-run $(DEMO)/tiny.verified.mlir --random-weights 0 --random-inputs 1 --position 5 --check
 	$(BIN)/tp-opt $(DEMO)/tiny.mlir --tp-verify --tp-relocate --tp-transfers --tp-phase --tp-verify -o $(DEMO)/tiny.phased.mlir
 	$(BIN)/tp-run $(DEMO)/tiny.phased.mlir --random-weights 0 --random-inputs 1 --position 5 --check --stats
+	$(BIN)/tp-opt $(DEMO)/tiny.phased.mlir --tp-link-points --tp-relay -o $(DEMO)/tiny.relay.mlir
+	$(BIN)/tp-run $(DEMO)/tiny.relay.mlir --random-weights 0 --random-inputs 1 --position 5 --check --stats
 	$(BIN)/tp-gen qwen3 --preset qwen3-8b --layers 1 --chips 4 | $(BIN)/tp-opt --tp-verify -o $(DEMO)/qwen3-8b.mlir
 	$(BIN)/tp-run $(DEMO)/qwen3-8b.mlir --random-weights 0 --random-inputs 1 --position 100 --check
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from benchmarks import decode_step, parse_print, passes_scaling
+from benchmarks import decode_step, parse_print, passes_scaling, relay_scaling
 
 
 def main() -> None:
     parse_print.main()
     decode_step.main()
     passes_scaling.main()
+    relay_scaling.main()
 
 
 if __name__ == "__main__":

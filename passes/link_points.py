@@ -52,14 +52,14 @@ def _host_outputs(func: FuncOp, sections: list[SectionOp]) -> dict[SSAValue, int
 def _chip_program(func: FuncOp, plan: ChipPlan, outputs: list[SSAValue]) -> ChipProgramOp:
     """Chip ``plan.chip``'s program: its sections, cloned, with link points between them."""
     c = plan.chip
-    inputs: list[BlockArgument] = []
-    constants: list[Operation] = []
+    inputs: dict[BlockArgument, None] = {}
+    constants: dict[Operation, None] = {}
     for s in plan.sections:
         for v in captured(s):
-            if isinstance(v, BlockArgument) and v.owner is func.body.block and v not in inputs:
-                inputs.append(v)
-            elif is_constant(v.owner) and v.owner not in constants:  # type: ignore[arg-type]
-                constants.append(v.owner)  # type: ignore[arg-type]
+            if isinstance(v, BlockArgument) and v.owner is func.body.block:
+                inputs[v] = None
+            elif is_constant(v.owner):  # type: ignore[arg-type]
+                constants[v.owner] = None  # type: ignore[index]
     block = Block(arg_types=[v.type for v in inputs])
     mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, block.args, strict=True))
     for new, old in zip(block.args, inputs, strict=True):
@@ -89,7 +89,7 @@ def _chip_program(func: FuncOp, plan: ChipPlan, outputs: list[SSAValue]) -> Chip
             for new, old in zip(clone.outs, section.outs, strict=True):
                 mapping[old] = new
     block.add_op(FinishOp(*[mapping[v] for v in outputs]))
-    return ChipProgramOp(c, inputs, Region(block), [v.type for v in outputs])
+    return ChipProgramOp(c, list(inputs), Region(block), [v.type for v in outputs])
 
 
 def split_programs(func: FuncOp, n_chips: int) -> None:
@@ -120,7 +120,8 @@ def split_programs(func: FuncOp, n_chips: int) -> None:
     ret = block.last_op
     assert isinstance(ret, ReturnOp)
     ret.operands = [host.get(v, v) for v in ret.operands]
-    for op in reversed([op for op in block.ops if op in stmts or isinstance(op, BarrierOp)]):
+    placed = set(stmts)
+    for op in reversed([op for op in block.ops if op in placed or isinstance(op, BarrierOp)]):
         op.detach()
         op.erase(safe_erase=False)
     for op in [op for op in block.ops if is_constant(op) and not op.results[0].uses]:

@@ -44,3 +44,25 @@ def test_pipeline_keeps_the_numbers(chips: int, algorithm: str) -> None:
         else:
             assert r.transfers == 0
         assert r.phases and r.sections > chips
+
+
+@pytest.mark.parametrize(("chips", "layers"), [(2, 1), (4, 2), (8, 2)])
+def test_per_chip_programs_under_the_relay_keep_the_numbers(chips: int, layers: int) -> None:
+    """tp-link-points + tp-relay: each chip's own program, run under the host's relay, gives
+    the source program's numbers; the relay's rounds follow the two all-reduces a layer."""
+    cfg = tiny(chips=chips, layers=layers)
+    source = program(cfg)
+    linked = source.clone()
+    PassPipeline.parse_spec(
+        TP_PASSES, "tp-verify,tp-relocate,tp-transfers,tp-phase,tp-link-points,tp-relay"
+    ).apply(tp_context(), linked)
+    values = {**random_weights(source, 3), **random_inputs(source, 4, position=6)}
+    before, after = run_program(source, values), run_program(linked, values)
+    for name in before:
+        np.testing.assert_array_equal(after[name], before[name])
+    rows = {r.layer: r for r in pipeline_stats(linked)}
+    for i in range(layers):
+        r = rows[f"layer {i}"]
+        # Each all-reduce: partials copied in one round, the sum out in a later one.
+        assert len(r.rounds) == 4
+        assert r.transfers == 4 * (chips - 1)

@@ -92,6 +92,12 @@ def link_points(func: FuncOp, n_chips: int) -> dict[int, ChipPlan]:
     plans = {c: ChipPlan(c, [s for s in sections if c in runs_on(s)], []) for c in range(n_chips)}
     position = {c: {s: i for i, s in enumerate(p.sections)} for c, p in plans.items()}
     names = buffer_names([v for v, _, _ in crossing])
+    first_read: dict[int, dict[SSAValue, int]] = {c: {} for c in plans}
+    for c, plan in plans.items():
+        for i, section in enumerate(plan.sections):
+            for value, chip in reads_where(section, n_chips):
+                if chip == c:
+                    first_read[c].setdefault(value, i)
     sends: dict[tuple[int, int], list[tuple[SSAValue, str]]] = {}
     receives: dict[tuple[int, int], list[tuple[SSAValue, str]]] = {}
     for value, src, dst in crossing:
@@ -104,14 +110,7 @@ def link_points(func: FuncOp, n_chips: int) -> dict[int, ChipPlan]:
         at = position[src][writer] + 1
         if (value, names[value]) not in sends.setdefault((src, at), []):
             sends[(src, at)].append((value, names[value]))
-        reader = next(
-            (
-                i
-                for i, s in enumerate(plans[dst].sections)
-                if any(v is value and c == dst for v, c in reads_where(s, n_chips))
-            ),
-            None,
-        )
+        reader = first_read[dst].get(value)
         if reader is not None:
             receives.setdefault((dst, reader), []).append((value, names[value]))
     for c, plan in plans.items():

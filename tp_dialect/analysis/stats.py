@@ -16,6 +16,7 @@ from tp_dialect.analysis.manifest import value_name
 from tp_dialect.analysis.touch import statements
 from tp_dialect.dtypes import numpy_dtype
 from tp_dialect.ops import SectionOp, TransferOp
+from tp_dialect.program_ops import ChipProgramOp, CopyOp, LinkOp, RelayOp
 from tp_dialect.signature import entry_function
 
 _LAYER = re.compile(r"^l(\d+)_")
@@ -30,6 +31,8 @@ class LayerStats:
     transfers: int = 0
     bytes_moved: int = 0
     phases: set[int] = field(default_factory=set[int])
+    link_points: int = 0  # tp.link ops, over every chip's program
+    rounds: set[int] = field(default_factory=set[int])  # relay rounds copying its tensors
 
 
 def tensor_bytes(t: object) -> int:
@@ -38,35 +41,64 @@ def tensor_bytes(t: object) -> int:
 
 
 def pipeline_stats(module: ModuleOp) -> list[LayerStats]:
-    """Per-layer figures of ``module``'s entry function, prologue first, layers in order."""
+    """Per-layer figures of ``module``'s entry function, prologue first, layers in order.
+
+    Works at every stage: sectioned (sections, phases, transfers, bytes), and split into
+    per-chip programs (sections of every program, link points, relay rounds)."""
     rows: dict[str, LayerStats] = {}
-    for op in statements(entry_function(module)):
-        if isinstance(op, SectionOp):
-            name = op.label.data if op.label else ""
-        elif isinstance(op, TransferOp):
-            name = value_name(op.input)
-        else:
-            continue
+
+    def row(name: str) -> LayerStats:
         m = _LAYER.match(name)
         key = f"layer {m.group(1)}" if m else "prologue"
-        row = rows.setdefault(key, LayerStats(key))
+        return rows.setdefault(key, LayerStats(key))
+
+    func = entry_function(module)
+    for op in func.body.block.ops:
+        if isinstance(op, ChipProgramOp):
+            for inner in op.body.block.ops:
+                if isinstance(inner, SectionOp):
+                    row(inner.label.data if inner.label else "").sections += 1
+                elif isinstance(inner, LinkOp):
+                    names = inner.sends + inner.receives
+                    row(names[0] if names else "").link_points += 1
+                    # a transfer is counted once, where it is received
+                    for name, value in zip(inner.receives, inner.received, strict=True):
+                        r = row(name)
+                        r.transfers += 1
+                        r.bytes_moved += tensor_bytes(value.type)
+        elif isinstance(op, RelayOp):
+            for step in op.body.block.ops:
+                if isinstance(step, CopyOp):
+                    row(step.tensor.data).rounds.add(step.round.value.data)
+    for op in statements(func):
         if isinstance(op, SectionOp):
-            row.sections += 1
+            r = row(op.label.data if op.label else "")
+            r.sections += 1
+        elif isinstance(op, TransferOp):
+            r = row(value_name(op.input))
+            r.transfers += 1
+            r.bytes_moved += tensor_bytes(op.input.type)
         else:
-            row.transfers += 1
-            row.bytes_moved += tensor_bytes(op.input.type)
+            continue
         phase = op.attributes.get("tp.phase")
         if isinstance(phase, IntegerAttr):
-            row.phases.add(phase.value.data)
+            r.phases.add(phase.value.data)
     layers = sorted((k for k in rows if k != "prologue"), key=lambda k: int(k.split()[1]))
     return [rows[k] for k in (["prologue"] if "prologue" in rows else []) + layers]
 
 
 def format_stats(rows: list[LayerStats]) -> str:
-    """A small table of the figures."""
-    lines = [f"{'':10} {'sections':>8} {'phases':>7} {'transfers':>9} {'bytes':>10}"]
+    """A small table of the figures (columns a stage does not have are left out)."""
+    linked = any(r.link_points for r in rows)
+    head = f"{'':10} {'sections':>8} {'phases':>7} {'transfers':>9} {'bytes':>10}"
+    if linked:
+        head += f" {'link points':>11} {'relay rounds':>12}"
+    lines = [head]
     for r in rows:
-        lines.append(
+        line = (
             f"{r.layer:10} {r.sections:8d} {len(r.phases):7d} {r.transfers:9d} {r.bytes_moved:10d}"
         )
+        if linked:
+            line += f" {r.link_points:11d} {len(r.rounds):12d}"
+        lines.append(line)
     return "\n".join(lines)
