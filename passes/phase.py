@@ -18,7 +18,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.passes import ModulePass
 
 from tp_dialect.analysis.phases import phase_of
-from tp_dialect.analysis.touch import is_constant, program_touches, statements
+from tp_dialect.analysis.touch import is_constant, statements, touch
 from tp_dialect.certificate import kept
 from tp_dialect.grid import stated_chips
 from tp_dialect.ops import BarrierOp, SectionOp, TransferOp
@@ -40,7 +40,7 @@ def order_phases(func: FuncOp, n_chips: int) -> int:
             raise TpReject.NOT_SECTIONED.at(
                 op, f"'{op.name}' is not in a tp.section: run tp-relocate before tp-phase"
             )
-    phases = phase_of(program_touches(stmts, n_chips))
+    phases = phase_of([touch(op, n_chips) for op in stmts])  # type: ignore[arg-type]
     first = block.first_op
     for op in [op for op in block.ops if is_constant(op)]:
         if op is not first:

@@ -149,29 +149,3 @@ def touch(op: SectionOp | TransferOp, n_chips: int) -> SectionTouch:
 def statements(func: FuncOp) -> list[Operation]:
     """The function's top-level statements, in program order."""
     return [op for op in func.body.block.ops if is_statement(op)]
-
-
-def program_touches(stmts: list[Operation], n_chips: int) -> list[SectionTouch]:
-    """The touches of a program's statements in order. A value read on a chip that does not
-    hold it yet (no transfer placed) is read from the chip that wrote it, so the reader still
-    waits for its writer — tp-phase is right with or without tp-transfers."""
-    holders: dict[SSAValue, set[int]] = {}
-    writers: dict[SSAValue, tuple[int, ...]] = {}
-    out = []
-    for op in stmts:
-        if isinstance(op, TransferOp):
-            holders.setdefault(op.input, set()).add(op.dst)
-            out.append(touch(op, n_chips))
-            continue
-        assert isinstance(op, SectionOp)
-        reads = set()
-        for value, chip in reads_where(op, n_chips):
-            if value in writers and chip not in holders[value]:
-                chip = min(writers[value])
-            reads.add((storage(value), chip))
-        wchips = write_chips(op, n_chips)
-        writes = frozenset((storage(r), c) for r in op.outs for c in wchips)
-        for r in op.outs:
-            holders[r], writers[r] = set(wchips), wchips
-        out.append(SectionTouch(op, frozenset(op.chip_list), frozenset(reads), writes))
-    return out
