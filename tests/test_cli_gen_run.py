@@ -193,3 +193,34 @@ def test_run_warns_on_a_missing_or_stale_certificate(layer, tmp_path) -> None:
     edited.write_text(text)
     proc = tool("tp-run", edited, "--random-weights", 1, "--random-inputs", 1)
     assert "certificate is stale" in proc.stderr
+
+
+def test_run_models_the_step_and_writes_report_trace_timeline(layer, tmp_path) -> None:
+    out, _ = layer
+    report, trace, png = tmp_path / "r.json", tmp_path / "t.json", tmp_path / "t.png"
+    proc = tool(
+        "tp-run",
+        out,
+        "--dry-run",
+        "--machine",
+        "sn40l",
+        "--mode",
+        "relay",
+        "--report",
+        report,
+        "--trace",
+        trace,
+        "--timeline",
+        png,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "modelled step on 4 x sn40l (relay mode)" in proc.stdout
+    data = json.loads(report.read_text())
+    assert data["mode"] == "relay" and data["chips"] == 4
+    assert data["step_time_s"] > 0 and data["lower_bound_s"] > 0
+    assert [row["layer"] for row in data["layers"]] == ["prologue", "layer 0", "layer 1"]
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert any(e.get("ph") == "X" for e in events) and any(e.get("ph") == "s" for e in events)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    proc = tool("tp-run", out, "--dry-run", "--machine", "tpu9")
+    assert proc.returncode == 1 and "no machine 'tpu9'" in proc.stderr

@@ -2,11 +2,13 @@
 
 A. Random valid programs from `random_programs.programs` (N = 1..4) go through
    ``tp-relocate{allreduce=fold},tp-transfers[,tp-phase],tp-link-points,tp-relay`` (sometimes
-   with tp-raise-allreduce first). The interpreter running the chip programs under the relay
-   must compute what the original program computes; the relay must run every chip through every
-   halt once, in order, copying each received tensor just before the chip leaves the halt that
-   receives it, from a chip that sent it in an earlier round; and the link points must send what
-   an earlier section stored and receive what a later section loads, once per crossing value.
+   with tp-raise-allreduce first, sometimes with shards hoisted into chip-typed host arguments
+   so that a chip's start halt, link 0, receives). The interpreter running the chip programs
+   under the relay must compute what the original program computes; the relay must run every
+   chip through every halt once, in order, copying each received tensor just before the chip
+   leaves the halt that receives it, from a chip that sent it in an earlier round; and the link
+   points must send what an earlier section stored and receive what a later section loads,
+   once per crossing value.
 
 B. Random abstract halt graphs (no IR) go to `relay_schedule`, checked against an independent
    model: the dependency graph whose nodes are (chip, halt position), with an edge from each
@@ -23,7 +25,7 @@ import math
 import re
 import signal
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from graphlib import CycleError, TopologicalSorter
 from types import FrameType
 from typing import Any
@@ -36,7 +38,15 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import PassPipeline
 
-from tp_dialect.analysis.relay import Copy, Deadlock, Halt, RelayStep, RunTo, relay_schedule
+from tp_dialect.analysis.relay import (
+    Copy,
+    Deadlock,
+    Halt,
+    RelayStep,
+    RunTo,
+    relay_schedule,
+    rounds,
+)
 from tp_dialect.analysis.touch import statements
 from tp_dialect.analysis.transfers import transfers
 from tp_dialect.diagnostics import TpDiagnostic
@@ -224,9 +234,31 @@ class Lowered:
         printer.text(repr(self))
 
 
+def hoist_shards(draw: st.DrawFn, prog: Program) -> Program:
+    """``prog`` with some ``tp.shard`` statements replaced by chip-typed host arguments holding
+    the same values (the same outputs). A chip whose first statements were shards may then
+    start with a section that reads a crossing value: its start halt (link 0) receives."""
+    args = list(prog.args)
+    inputs = dict(prog.inputs)
+    stmts = []
+    for stmt in prog.stmts:
+        if stmt.kind == "shard" and len(stmt.lines) == 1 and draw(st.booleans()):
+            (name,) = stmt.binds
+            args.append((name, stmt.lines[0].rsplit("-> ", 1)[1]))
+            inputs[name] = prog.env[name]
+        else:
+            stmts.append(stmt)
+    return replace(prog, args=args, inputs=inputs, stmts=stmts)
+
+
 @st.composite
 def lowered(draw: st.DrawFn) -> Lowered:
+    """A random program (N = 1..4, sometimes with shards hoisted into chip-typed arguments)
+    lowered through tp-relocate{allreduce=fold}, tp-transfers, maybe tp-phase, tp-link-points
+    and tp-relay (sometimes with tp-raise-allreduce first)."""
     prog = draw(programs(chips=st.sampled_from((2, 3, 4, 1))))
+    if draw(st.booleans()):
+        prog = hoist_shards(draw, prog)
     raise_first = draw(st.booleans())
     phase = draw(st.booleans())
     before = [
@@ -296,7 +328,7 @@ def top_level(op: Operation, block_owner: ChipProgramOp) -> Operation:
     return op
 
 
-@settings(max_examples=35, **SETTINGS)
+@settings(max_examples=70, **SETTINGS)
 @given(lowered())
 def test_chip_programs_under_the_relay_compute_the_original_outputs(case: Lowered) -> None:
     """Invariant: the reference interpreter running the per-chip programs under the tp.relay
@@ -310,23 +342,26 @@ def test_chip_programs_under_the_relay_compute_the_original_outputs(case: Lowere
         np.testing.assert_allclose(got[name], original[name], rtol=1e-6, err_msg=name)
 
 
-@settings(max_examples=35, **SETTINGS)
+@settings(max_examples=70, **SETTINGS)
 @given(lowered())
 def test_relay_reaches_every_halt_once_and_copies_receives_in_time(case: Lowered) -> None:
     """Invariant: in the tp.relay, every chip program (one per chip) runs to each of its halts
     once, in increasing order, ending at its end; every tensor a halt receives is copied to
     that chip, from the chip whose link sends it, in the round the chip leaves that halt, and
     the sender reached its sending halt in a strictly earlier round; no chip is run from a halt
-    whose receives are not in its inbox; the number of rounds is the longest dependency path."""
+    whose receives are not in its inbox; the number of rounds is the longest dependency path.
+    Running tp-relay again replaces the relay with the same one."""
     progs = chip_programs(case.module)
     assert sorted(p.chip_index for p in progs) == list(range(case.prog.n))
     halts = {p.chip_index: halts_from_ir(p) for p in progs}
     steps = relay_steps_from_ir(case.module)
+    apply(case.module, "tp-relay")  # again: the old relay is replaced by the same one
+    assert relay_steps_from_ir(case.module) == steps
     event(f"N={case.prog.n}, copies={min(sum(isinstance(s, Copy) for s in steps), 3)}")
     check_relay(halts, steps)
 
 
-@settings(max_examples=35, **SETTINGS)
+@settings(max_examples=70, **SETTINGS)
 @given(lowered())
 def test_link_points_send_stored_values_and_receive_loaded_ones(case: Lowered) -> None:
     """Invariant: in each chip program, links are numbered 0 (the start, before any section,
@@ -429,11 +464,13 @@ class Graph:
 
 @st.composite
 def graphs(draw: st.DrawFn, acyclic: bool | None = None, unsent: bool = True) -> Graph:
-    """Random halt graphs: N chips, each a start, 0..4 halts and an end (indices increasing,
-    with gaps); names each sent at one (chip, halt after the start), or by nobody; each
-    received by a few (chip, halt before the end) — the sending chip too. With ``acyclic``
-    the receives respect a random time line (so no cycles); else anything goes."""
-    n = draw(st.integers(1, 5))
+    """Random halt graphs: N chips (distinct numbers 0..7, in any order), each a start, 0..4
+    halts and an end (indices increasing, with gaps); names each sent at one (chip, halt after
+    the start), or by nobody; each received by a few (chip, halt before the end), the sending
+    chip too. With ``acyclic`` the receives respect a random time line (so no cycles); else
+    anything goes."""
+    chips = draw(st.lists(st.integers(0, 7), min_size=1, max_size=5, unique=True))
+    n = len(chips)
     sizes = [draw(st.integers(2, 6)) for _ in range(n)]
     indices = []
     for size in sizes:
@@ -469,7 +506,7 @@ def graphs(draw: st.DrawFn, acyclic: bool | None = None, unsent: bool = True) ->
             if options:
                 receives.setdefault((c, draw(st.sampled_from(options))), set()).add(name)
     halts = {
-        c: [
+        chips[c]: [
             Halt(
                 indices[c][p],
                 frozenset(sends.get((c, p), ())),
@@ -486,7 +523,7 @@ def _needs_unsent(g: Graph) -> bool:
     return any(h.receives & g.unsent for hs in g.halts.values() for h in hs)
 
 
-@settings(max_examples=400, **SETTINGS)
+@settings(max_examples=700, **SETTINGS)
 @given(graphs())
 def test_relay_schedule_finishes_or_deadlocks_and_a_finished_relay_is_sound(g: Graph) -> None:
     """Invariant: relay_schedule returns (within a time bound) a schedule or raises Deadlock;
@@ -506,7 +543,7 @@ def _where_name_pattern(name: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w.]){re.escape(name)} \(")
 
 
-@settings(max_examples=400, **SETTINGS)
+@settings(max_examples=700, **SETTINGS)
 @given(graphs())
 def test_relay_schedule_deadlocks_exactly_on_cycles_and_names_what_each_chip_waits_for(
     g: Graph,
@@ -541,7 +578,7 @@ def test_relay_schedule_deadlocks_exactly_on_cycles_and_names_what_each_chip_wai
         assert where in str(result), (where, str(result))
 
 
-@settings(max_examples=200, **SETTINGS)
+@settings(max_examples=400, **SETTINGS)
 @given(graphs(acyclic=True, unsent=False))
 def test_relay_schedule_is_as_fast_as_the_dependency_graph_allows(g: Graph) -> None:
     """Invariant: on an acyclic halt graph where every received name is sent, relay_schedule
@@ -551,7 +588,7 @@ def test_relay_schedule_is_as_fast_as_the_dependency_graph_allows(g: Graph) -> N
     result = bounded_schedule(g.halts)
     assert isinstance(result, list), result
     levels = asap_levels(g.halts)
-    assert max(map(int, levels.values())) == max((s.round for s in result), default=-1) + 1
+    assert rounds(result) == max(map(int, levels.values()))
     check_relay(g.halts, result)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -21,6 +22,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from tp_dialect import certificate
 from tp_dialect.analysis.stats import format_stats, pipeline_stats
+from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.frontend.qwen3 import GenError, Qwen3Config, generate
 from tp_dialect.runtime.checkpoint import (
     MemorySource,
@@ -30,7 +32,10 @@ from tp_dialect.runtime.checkpoint import (
     random_inputs,
     random_weights,
 )
+from tp_dialect.runtime.machine import MachineError, machine_from
+from tp_dialect.runtime.model import ModelError, model
 from tp_dialect.runtime.reference import run_program
+from tp_dialect.runtime.timeline import write_chrome_trace, write_timeline_png
 from tp_dialect.signature import BindError
 from tp_dialect.tools.common import UserError, run_tool, write_atomically
 from tp_dialect.tools.source import load_program, parse_module
@@ -40,10 +45,10 @@ from tp_dialect.universe import tp_context
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tp-run", description="Run a tp program on numpy.")
     p.add_argument("program", help="the .mlir program (e.g. from tp-gen or tp-opt)")
-    w = p.add_mutually_exclusive_group(required=True)
+    w = p.add_mutually_exclusive_group()
     w.add_argument("--weights", help="a .safetensors checkpoint under Hugging Face names")
     w.add_argument("--random-weights", type=int, metavar="SEED", help="random weights")
-    i = p.add_mutually_exclusive_group(required=True)
+    i = p.add_mutually_exclusive_group()
     i.add_argument("--inputs", help="an .npz of decode inputs by name")
     i.add_argument("--random-inputs", type=int, metavar="SEED", help="random decode inputs")
     p.add_argument("--position", type=int, default=3, help="position for --random-inputs")
@@ -58,6 +63,25 @@ def parser() -> argparse.ArgumentParser:
         "--stats",
         action="store_true",
         help="print per-layer sections, phases, transfers and bytes moved",
+    )
+    m = p.add_argument_group("the multi-RDU model (modelled time, memory, trace)")
+    m.add_argument(
+        "--machine",
+        help="model the step on this machine: a preset (sn40l, "
+        "generic) or a JSON file of its fields",
+    )
+    m.add_argument(
+        "--mode",
+        choices=["sequential", "phase", "relay"],
+        help="how the chips are driven (default: from the program's stage)",
+    )
+    m.add_argument("--report", help="write the modelled figures here (JSON)")
+    m.add_argument("--trace", help="write a Chrome trace here (opens in Perfetto)")
+    m.add_argument("--timeline", help="write a Gantt chart here (PNG)")
+    m.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="model time from shapes alone: no weights, no inputs, no numerics",
     )
     p.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance of --check")
     p.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance of --check")
@@ -148,10 +172,40 @@ def _warn_certificate(path: str, module: ModuleOp) -> None:
         )
 
 
+def _model(args: argparse.Namespace, module: ModuleOp) -> None:
+    """Model the step on the machine; print the summary and write what was asked for."""
+    machine = machine_from(args.machine or "sn40l")
+    t0 = time.perf_counter()
+    report, timeline = model(module, machine, args.mode)
+    print(report.summary() + f" [modelled in {time.perf_counter() - t0:.2f} s]")
+    for entry in report.memory:
+        if not entry["fits"]:
+            print(
+                f"tp-run: warning: chip {entry['chip']} needs "
+                f"{(entry['resident_weights_bytes'] + entry['peak_live_bytes']) / 1e9:.2f} GB, "
+                f"more than its {machine.hbm_bytes / 1e9:.0f} GB",
+                file=sys.stderr,
+            )
+    if args.report:
+        write_atomically(args.report, json.dumps(report.to_json(), indent=1) + "\n")
+    if args.trace:
+        write_chrome_trace(timeline, args.trace)
+    if args.timeline:
+        write_timeline_png(timeline, args.timeline, report.summary())
+
+
 def _main(argv: Sequence[str] | None) -> int:
     args = parser().parse_args(argv)
     module = load_program(tp_context(), args.program)
     _warn_certificate(args.program, module)
+    if args.machine or args.dry_run or args.report or args.trace or args.timeline:
+        _model(args, module)
+        if args.dry_run:
+            return 0
+    if args.weights is None and args.random_weights is None:
+        raise UserError("give --weights CKPT or --random-weights SEED (or --dry-run)")
+    if args.inputs is None and args.random_inputs is None:
+        raise UserError("give --inputs IN.npz or --random-inputs SEED (or --dry-run)")
     source = _source(args, module)
     inputs = _inputs(args, module)
     outputs, load_s, run_s = execute(module, source, inputs)
@@ -182,7 +236,9 @@ def _main(argv: Sequence[str] | None) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: 0 on success (and a passing check), 1 otherwise, never a traceback."""
-    return run_tool("tp-run", _main, argv, (BindError, GenError))
+    return run_tool(
+        "tp-run", _main, argv, (BindError, GenError, MachineError, ModelError, TpDiagnostic)
+    )
 
 
 if __name__ == "__main__":

@@ -1,0 +1,110 @@
+"""The machine a tp program is modelled on, as data: N chips, their compute and memories, the
+links between them and the host relay's costs.
+
+Presets: ``sn40l`` from SambaNova's public figures (638 TFLOPS BF16, 520 MB on-chip SRAM,
+64 GB HBM at about 1.6 TB/s per socket, 8 sockets a node). No chip-to-chip bandwidth is
+public: ``link_bandwidth`` (64 GB/s per direction, a PCIe Gen5 x16-class figure) and
+``link_latency`` (5 us) are assumptions, named here so a user overrides them with a JSON file
+(``--machine my.json`` holding any of the fields). ``generic`` is a round-numbers accelerator
+for comparison.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+
+
+class MachineError(ValueError):
+    """A machine description that cannot be used, with the reason."""
+
+
+@dataclass(frozen=True)
+class Machine:
+    """One node of identical chips (figures per chip), its links and its host."""
+
+    name: str
+    max_chips: int
+    peak_flops: float  # FLOP/s, dense BF16
+    sram_bytes: float  # on-chip memory
+    hbm_bytes: float  # off-chip memory (weights and live tensors must fit here)
+    hbm_bandwidth: float  # B/s
+    link_bandwidth: float  # B/s per direction between two chips (assumption for sn40l)
+    link_latency: float  # s per transfer
+    topology: str  # "all-to-all": every pair linked; "ring": hops to the neighbour
+    host_copy_overhead: float  # s the host spends on each relay copy, besides the bytes
+    barrier_latency: float  # s to close a phase (every chip waits for every chip)
+
+    def transfer_time(self, nbytes: float, src: int, dst: int, chips: int) -> float:
+        """Time for one tensor to cross from chip ``src`` to chip ``dst``."""
+        hops = 1
+        if self.topology == "ring" and chips > 1:
+            d = abs(src - dst) % chips
+            hops = max(1, min(d, chips - d))
+        return hops * self.link_latency + nbytes / self.link_bandwidth
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+MACHINES: dict[str, Machine] = {
+    "sn40l": Machine(
+        name="sn40l",
+        max_chips=8,
+        peak_flops=638e12,
+        sram_bytes=520e6,
+        hbm_bytes=64e9,
+        hbm_bandwidth=1.6e12,
+        link_bandwidth=64e9,
+        link_latency=5e-6,
+        topology="all-to-all",
+        host_copy_overhead=10e-6,
+        barrier_latency=2e-6,
+    ),
+    "generic": Machine(
+        name="generic",
+        max_chips=8,
+        peak_flops=100e12,
+        sram_bytes=50e6,
+        hbm_bytes=32e9,
+        hbm_bandwidth=1e12,
+        link_bandwidth=50e9,
+        link_latency=10e-6,
+        topology="ring",
+        host_copy_overhead=20e-6,
+        barrier_latency=5e-6,
+    ),
+}
+
+
+def machine_from(spec: str) -> Machine:
+    """A preset by name, or a JSON file: a preset (``"base"``, default sn40l) with fields
+    overridden. Raises MachineError naming an unknown preset or field."""
+    if spec in MACHINES:
+        return MACHINES[spec]
+    path = Path(spec)
+    if not path.is_file():
+        raise MachineError(
+            f"no machine '{spec}': name a preset ({', '.join(MACHINES)}) or a JSON file"
+        )
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise MachineError(f"cannot read machine file '{spec}': {err}") from None
+    if not isinstance(data, dict):
+        raise MachineError(f"machine file '{spec}' must hold a JSON object")
+    base = MACHINES.get(str(data.pop("base", "sn40l")))
+    if base is None:
+        raise MachineError(f"machine file '{spec}': unknown base preset")
+    known = {f.name for f in fields(Machine)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise MachineError(
+            f"machine file '{spec}': unknown field(s) {', '.join(unknown)} "
+            f"(known: {', '.join(sorted(known))})"
+        )
+    machine = replace(base, **data)
+    if machine.topology not in ("all-to-all", "ring"):
+        raise MachineError(f"machine file '{spec}': topology must be all-to-all or ring")
+    return machine
