@@ -21,7 +21,7 @@ from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
 from tp_dialect.analysis.relay import Copy, RelayStep, RunTo
-from tp_dialect.ops import ShardOp
+from tp_dialect.ops import SectionOp, ShardOp
 from tp_dialect.passes.relay import schedule
 from tp_dialect.program_ops import ChipProgramOp, CopyOp, FinishOp, LinkOp, RelayOp, RunToOp
 from tp_dialect.runtime.numpy_impls import NumpyFunctions
@@ -54,7 +54,24 @@ class ChipRunner:
         self.outbox: dict[str, Any] = {}
         self.inbox: dict[str, Any] = {}
         self.outputs: tuple[Any, ...] | None = None
-        self._run_until(lambda op: isinstance(op, LinkOp) and op.halt == 0, stop_at_start=True)
+        self._start()
+
+    def _start(self) -> None:
+        """Set up the chip before round 0: its constants, and its start halt (link 0) if it
+        has one; no section runs until the relay says so."""
+        interp = self.interpreter
+        while self.next < len(self.ops):
+            op = self.ops[self.next]
+            if isinstance(op, LinkOp) and op.halt == 0:
+                self.standing = op
+                self.next += 1
+                return
+            if isinstance(op, SectionOp | LinkOp | FinishOp):
+                return
+            interp.set_values(
+                zip(op.results, interp.run_op(op, interp.get_values(op.operands)), strict=True)
+            )
+            self.next += 1
 
     def run_to(self, halt: int) -> None:
         """Leave the current halt (taking its receives) and run until arriving at ``halt``."""
@@ -81,12 +98,10 @@ class ChipRunner:
             values.append(self.inbox[name])
         self.interpreter.set_values(zip(link.received, values, strict=True))
 
-    def _run_until(self, stop: Any, stop_at_start: bool = False) -> Operation | None:
+    def _run_until(self, stop: Any) -> Operation | None:
         interp = self.interpreter
         while self.next < len(self.ops):
             op = self.ops[self.next]
-            if stop_at_start and isinstance(op, LinkOp | FinishOp) and not stop(op):
-                return None  # no start halt: the chip needs nothing placed before it starts
             if stop(op):
                 self.next += 1
                 if isinstance(op, FinishOp):
