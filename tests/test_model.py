@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import Phase, given, settings
 from programs import program, tiny
+from random_programs import Program, programs
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.passes import PassPipeline
 
@@ -16,6 +18,7 @@ from tp_dialect.passes import TP_PASSES
 from tp_dialect.runtime.cost import op_cost
 from tp_dialect.runtime.machine import MACHINES, MachineError, machine_from
 from tp_dialect.runtime.model import ModelError, model
+from tp_dialect.tools.source import parse_module
 from tp_dialect.universe import tp_context
 
 SN40L = MACHINES["sn40l"]
@@ -115,3 +118,15 @@ def test_ring_needs_no_transfers_and_more_chips_cut_weight_time() -> None:
     assert ring.bytes_moved == 0
     sections = [op for op in program(tiny(chips=4)).walk() if isinstance(op, SectionOp)]
     assert sections == []  # the source program was modelled through lowered copies
+
+
+@settings(max_examples=25, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate])
+@given(programs())
+def test_every_stage_of_random_programs_runs_on_the_modelled_chips(prog: Program) -> None:
+    """Each lowered stage keeps every read on a chip that holds the tensor (the model's
+    memories accept it) and models a positive, finite step in every mode."""
+    module, _ = parse_module(tp_context(), prog.text(), "<model property>")
+    for mode in ("sequential", "phase", "relay"):
+        report, timeline = model(module, SN40L, mode)
+        assert 0 <= report.step_time < 1.0
+        assert timeline.end() <= report.step_time + 1e-12
