@@ -31,8 +31,11 @@ demo: $(STAMP)
 	$(BIN)/tp-run $(DEMO)/tiny.phased.mlir --random-weights 0 --random-inputs 1 --position 5 --check --stats
 	$(BIN)/tp-opt $(DEMO)/tiny.phased.mlir --tp-link-points --tp-relay -o $(DEMO)/tiny.relay.mlir
 	$(BIN)/tp-run $(DEMO)/tiny.relay.mlir --random-weights 0 --random-inputs 1 --position 5 --check --stats
+	$(BIN)/tp-run $(DEMO)/tiny.phased.mlir --dry-run --machine sn40l
+	$(BIN)/tp-run $(DEMO)/tiny.relay.mlir --dry-run --machine sn40l --report $(DEMO)/tiny.report.json --trace $(DEMO)/tiny.trace.json --timeline $(DEMO)/tiny.timeline.png
 	$(BIN)/tp-gen qwen3 --preset qwen3-8b --layers 1 --chips 4 | $(BIN)/tp-opt --tp-verify -o $(DEMO)/qwen3-8b.mlir
 	$(BIN)/tp-run $(DEMO)/qwen3-8b.mlir --random-weights 0 --random-inputs 1 --position 100 --check
+	$(BIN)/tp-run $(DEMO)/qwen3-8b.mlir --dry-run --machine sn40l --mode phase --report $(DEMO)/qwen3-8b.report.json --trace $(DEMO)/qwen3-8b.trace.json --timeline $(DEMO)/qwen3-8b.timeline.png
 
 lint: $(STAMP)
 	$(BIN)/ruff check tp_dialect passes tools tests benchmarks
