@@ -103,6 +103,8 @@ def test_every_mode_models_every_stage_and_chips_run_at_once() -> None:
         timeline.end() <= phase.step_time
     )
     assert {s.lane for s in relay_timeline.slices} >= {"host", "chip 0", "chip 3"}
+    assert [m["chip"] for m in relay.memory] == [0, 1, 2, 3]
+    assert all(m["fits"] and m["resident_weights_bytes"] > 0 for m in relay.memory)
     assert set(phase.layers) == {"prologue", "layer 0", "layer 1"}
     assert phase.lower_bound > 0
 

@@ -419,10 +419,44 @@ def model_relay(module: ModuleOp, machine: Machine) -> tuple[ModelReport, Timeli
                 sent_at[name] = t
                 sent_bytes[name] = nbytes(value.type)
     report.step_time = max(max(free.values()), host_free)
+    report.memory = [_program_memory(programs[c], machine) for c in sorted(programs)]
     report.compute_time = max(compute_busy.values())
     report.communication_time = report.step_time - report.compute_time
     report.lower_bound = lower_bound(module, machine)
     return report, timeline
+
+
+def _program_memory(program: ChipProgramOp, machine: Machine) -> dict[str, float | int | bool]:
+    """A chip program's resident weight slices and the peak of its live tensors: a tensor is
+    live from the section (or link) that stores it to its last reader in the program."""
+    ops = list(program.body.block.ops)
+    last: dict[SSAValue, int] = {}
+    for i, op in enumerate(ops):
+        for inner in op.walk():
+            for v in inner.operands:
+                last[v] = i
+    resident = sum(
+        nbytes(inner.result.type)
+        for op in ops
+        if isinstance(op, SectionOp)
+        for inner in op.body.block.ops
+        if isinstance(inner, ShardOp) and isinstance(inner.source, BlockArgument)
+    )
+    live = peak = 0.0
+    for i, op in enumerate(ops):
+        for r in op.results:
+            live += nbytes(r.type)
+        peak = max(peak, live)
+        for v in {v for inner in op.walk() for v in inner.operands}:
+            if last.get(v) == i and v.owner in ops:
+                live -= nbytes(v.type)
+    return {
+        "chip": program.chip_index,
+        "resident_weights_bytes": resident,
+        "peak_live_bytes": peak,
+        "capacity_bytes": machine.hbm_bytes,
+        "fits": resident + peak <= machine.hbm_bytes,
+    }
 
 
 def model(
