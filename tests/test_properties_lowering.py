@@ -22,22 +22,21 @@ from itertools import combinations
 from typing import Any
 
 import numpy as np
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from ir_helpers import SETTINGS, apply, check_ir, parse
 from random_programs import Program, Val, programs, tensor_type
 from xdsl.dialects import arith, tensor
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import BlockArgument, Operation, SSAValue
-from xdsl.passes import PassPipeline
 
 from tp_dialect.analysis.touch import SectionTouch, is_host_value, statements, touch
 from tp_dialect.analysis.transfers import transfers
 from tp_dialect.attrs import chip_of
 from tp_dialect.certificate import status
 from tp_dialect.diagnostics import TpDiagnostic
-from tp_dialect.grid import check_chip_indices
 from tp_dialect.ops import (
     AllReduceOp,
     BarrierOp,
@@ -47,24 +46,11 @@ from tp_dialect.ops import (
     UnshardOp,
     YieldOp,
 )
-from tp_dialect.passes import TP_PASSES
 from tp_dialect.runtime.reference import run_program
 from tp_dialect.signature import entry_function, ports
-from tp_dialect.tools.source import parse_module
-from tp_dialect.universe import tp_context
 
-CTX = tp_context()
 ALGORITHMS = ("fold", "ring")
 F32 = np.float32
-
-# Shrinking is off: the generator's draws depend on each other, so shrinking a failure takes
-# minutes; a failing program is printed whole (its MLIR text) instead. Each test sets its
-# example count; the whole file runs in well under a minute on 2 cores.
-SETTINGS: dict[str, Any] = {
-    "deadline": None,
-    "phases": (Phase.explicit, Phase.reuse, Phase.generate),
-    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
-}
 
 
 def _pipeline(algorithm: str) -> list[str]:
@@ -75,21 +61,6 @@ def _pipeline(algorithm: str) -> list[str]:
         "tp-transfers",
         "tp-phase",
     ]
-
-
-def parse(text: str) -> ModuleOp:
-    module, _ = parse_module(CTX, text, "<random program>")
-    check_ir(module)
-    return module
-
-
-def check_ir(module: ModuleOp) -> None:
-    module.verify()
-    check_chip_indices(module)
-
-
-def apply(module: ModuleOp, spec: str) -> None:
-    PassPipeline.parse_spec(TP_PASSES, spec).apply(CTX, module)
 
 
 def lower(prog: Program, algorithm: str, upto: str = "tp-phase") -> ModuleOp:

@@ -31,12 +31,12 @@ from types import FrameType
 from typing import Any
 
 import numpy as np
-from hypothesis import HealthCheck, Phase, event, given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
+from ir_helpers import SETTINGS, apply, check_ir, parse
 from random_programs import Program, programs
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
-from xdsl.passes import PassPipeline
 
 from tp_dialect.analysis.relay import (
     Copy,
@@ -50,9 +50,7 @@ from tp_dialect.analysis.relay import (
 from tp_dialect.analysis.touch import statements
 from tp_dialect.analysis.transfers import transfers
 from tp_dialect.diagnostics import TpDiagnostic
-from tp_dialect.grid import check_chip_indices
 from tp_dialect.ops import SectionOp, TransferOp
-from tp_dialect.passes import TP_PASSES
 from tp_dialect.program_ops import (
     ChipProgramOp,
     CopyOp,
@@ -63,34 +61,6 @@ from tp_dialect.program_ops import (
 )
 from tp_dialect.runtime.reference import run_program
 from tp_dialect.signature import entry_function
-from tp_dialect.tools.source import parse_module
-from tp_dialect.universe import tp_context
-
-CTX = tp_context()
-
-# Shrinking is off (as in test_properties_lowering.py): the program generator's draws depend on
-# each other, so shrinking takes minutes; a failing program is printed whole instead.
-SETTINGS: dict[str, Any] = {
-    "deadline": None,
-    "phases": (Phase.explicit, Phase.reuse, Phase.generate),
-    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
-}
-
-
-def parse(text: str) -> ModuleOp:
-    module, _ = parse_module(CTX, text, "<relay test>")
-    check_ir(module)
-    return module
-
-
-def check_ir(module: ModuleOp) -> None:
-    module.verify()
-    check_chip_indices(module)
-
-
-def apply(module: ModuleOp, spec: str) -> None:
-    PassPipeline.parse_spec(TP_PASSES, spec).apply(CTX, module)
-
 
 # -- the relay's properties, over any halts (shared by A and B) ------------------------------
 

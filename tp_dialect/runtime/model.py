@@ -125,6 +125,26 @@ def _ring_time(op: AllReduceOp, machine: Machine, n: int) -> float:
     return 2 * (n - 1) * (machine.link_latency + b / (n * machine.link_bandwidth))
 
 
+def _section_slice(
+    chip: int,
+    section: SectionOp,
+    start: float,
+    duration: float,
+    kind: str,
+    figures: LayerFigures,
+) -> Slice:
+    cost = op_cost(section)
+    return Slice(
+        f"chip {chip}",
+        _label(section),
+        start,
+        duration,
+        kind,
+        figures.layer,
+        {"flops": cost.flops, "bytes": cost.bytes},
+    )
+
+
 def statement_time(op: Operation, machine: Machine, n: int) -> tuple[float, str]:
     """How long one statement takes on the machine, and what kind of work it is."""
     if isinstance(op, TransferOp):
@@ -275,19 +295,8 @@ def model_sectioned(
                 for r in op.outs:
                     for c in write_chips(op, n):
                         memories.write(r, c)
-                cost = op_cost(op)
                 for c in op.chip_list:
-                    timeline.slices.append(
-                        Slice(
-                            f"chip {c}",
-                            label,
-                            t,
-                            duration,
-                            kind,
-                            figures.layer,
-                            {"flops": cost.flops, "bytes": cost.bytes},
-                        )
-                    )
+                    timeline.slices.append(_section_slice(c, op, t, duration, kind, figures))
             memories.retire(i, reads)
             if duration > longest:
                 longest, kind_of_longest = duration, kind
@@ -393,20 +402,8 @@ def model_relay(module: ModuleOp, machine: Machine) -> tuple[ModelReport, Timeli
         t = start
         for section in segments[c][step.halt]:
             duration, kind = statement_time(section, machine, n)
-            label = _label(section)
-            figures = report.layer(label)
-            cost = op_cost(section)
-            timeline.slices.append(
-                Slice(
-                    f"chip {c}",
-                    label,
-                    t,
-                    duration,
-                    kind,
-                    figures.layer,
-                    {"flops": cost.flops, "bytes": cost.bytes},
-                )
-            )
+            figures = report.layer(_label(section))
+            timeline.slices.append(_section_slice(c, section, t, duration, kind, figures))
             figures.time += duration if c == 0 else 0.0
             figures.compute += duration if c == 0 else 0.0
             compute_busy[c] += duration

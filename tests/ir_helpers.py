@@ -1,0 +1,41 @@
+"""What the property tests share: a context, Hypothesis settings, parse/verify/apply."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, Phase
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import PassPipeline
+
+from tp_dialect.grid import check_chip_indices
+from tp_dialect.passes import TP_PASSES
+from tp_dialect.tools.source import parse_module
+from tp_dialect.universe import tp_context
+
+CTX = tp_context()
+
+# Shrinking is off: the program generator's draws depend on each other, so shrinking a failure
+# takes minutes; a failing program is printed whole (its MLIR text) instead. Each test sets its
+# example count.
+SETTINGS: dict[str, Any] = {
+    "deadline": None,
+    "phases": (Phase.explicit, Phase.reuse, Phase.generate),
+    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
+}
+
+
+def parse(text: str) -> ModuleOp:
+    """``text`` parsed and verified (op verifiers and chip indices)."""
+    module, _ = parse_module(CTX, text, "<random program>")
+    check_ir(module)
+    return module
+
+
+def check_ir(module: ModuleOp) -> None:
+    module.verify()
+    check_chip_indices(module)
+
+
+def apply(module: ModuleOp, spec: str) -> None:
+    PassPipeline.parse_spec(TP_PASSES, spec).apply(CTX, module)
