@@ -1,8 +1,8 @@
 """tp's passes, one module each; `TP_PASSES` maps each pass name to its class.
 
-The lowering pipeline (DESIGN §3): tp-verify, tp-raise-allreduce, tp-relocate,
-tp-transfers, tp-phase, tp-link-points, tp-relay (and, as it lands, tp-fuse). Classes are
-imported on demand, as xDSL's own registry does, so listing passes stays cheap.
+The lowering pipeline (DESIGN §3): tp-verify, tp-raise-allreduce, tp-fuse, tp-relocate,
+tp-transfers, tp-phase, tp-link-points, tp-relay; and tp-legalize (chip legality). Classes
+are imported on demand, as xDSL's own registry does, so listing passes stays cheap.
 """
 
 from collections.abc import Callable
@@ -52,9 +52,23 @@ def _relay() -> type[ModulePass]:
     return TpRelay
 
 
+def _fuse() -> type[ModulePass]:
+    from tp_dialect.passes.fuse import TpFuse
+
+    return TpFuse
+
+
+def _legalize() -> type[ModulePass]:
+    from tp_dialect.passes.legalize import TpLegalize
+
+    return TpLegalize
+
+
 TP_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tp-verify": _verify,
     "tp-raise-allreduce": _raise_allreduce,
+    "tp-fuse": _fuse,
+    "tp-legalize": _legalize,
     "tp-relocate": _relocate,
     "tp-transfers": _transfers,
     "tp-phase": _phase,

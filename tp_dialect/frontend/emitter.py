@@ -127,8 +127,10 @@ class Emitter:
         reduced: str,
         body: Sequence[str],
         arg_names: Sequence[str],
+        doc: str | None = None,
     ) -> Value:
         """``linalg.generic`` over iteration letters ``order`` (``reduced`` ones reduce).
+        ``doc`` names what it is part of (rms_norm, rope, softmax, silu) for op classes.
 
         ``ins``/``out`` pair a value (or, for out, a fresh empty of that type) with the
         letters indexing it; ``body`` is the region's ops, ``arg_names`` its block args.
@@ -144,7 +146,7 @@ class Emitter:
         in_types = ", ".join(str(v.type) for v, _ in ins)
         name = self.fresh(hint)
         self.line(
-            f"{name} = linalg.generic {{indexing_maps = [{', '.join(maps)}], "
+            f"{name} = linalg.generic {{{_doc(doc)}indexing_maps = [{', '.join(maps)}], "
             f"iterator_types = [{iters}]}} ins({in_vals} : {in_types}) "
             f"outs({init} : {out_t}) {{"
         )
@@ -186,6 +188,10 @@ class Emitter:
             body,
             ["a", "b", "acc"],
         )
+
+
+def _doc(doc: str | None) -> str:
+    return "" if doc is None else f'doc = "{doc}", '
 
 
 def chip_hint(what: str, chip: int | None) -> str:

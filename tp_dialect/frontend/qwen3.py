@@ -265,6 +265,7 @@ class _Writer:
                         "linalg.yield %r : f32",
                     ],
                     ["inv", "o"],
+                    doc="rope",
                 )
             )
         return tables[0], tables[1]
@@ -290,6 +291,7 @@ class _Writer:
                 "linalg.yield %s : f32",
             ],
             ["x", "acc"],
+            doc="rms_norm",
         )
         n = e.scalar(f"n{xt.shape[-1]}", float(xt.shape[-1]))
         eps = e.scalar("eps", self.cfg.eps)
@@ -313,6 +315,7 @@ class _Writer:
                 "linalg.yield %res : f32",
             ],
             ["x", "ss", "w", "o"],
+            doc="rms_norm",
         )
 
     def rope(self, hint: str, x: Value, cos: Value, sin: Value) -> Value:
@@ -347,6 +350,7 @@ class _Writer:
                         "linalg.yield %r : f32",
                     ],
                     ["x", "y", "c", "s", "o"],
+                    doc="rope",
                 )
             )
         return e.bind(
@@ -490,6 +494,7 @@ class _Writer:
                     "linalg.yield %y : f32",
                 ],
                 ["g", "u", "o"],
+                doc="silu",
             )
             wd = self.shard(f"{tag}_down_w", w["mlp.down_proj.weight"], c, 1, [rows])
             partials.append(
@@ -564,6 +569,7 @@ class _Writer:
                 "linalg.yield %r : f32",
             ],
             ["s", "o"],
+            doc="softmax",
         )
         rt = TensorT((b, k, g), "f32", qt.chip)
         mx = e.generic(
@@ -574,6 +580,7 @@ class _Writer:
             "m",
             ["%r = arith.maximumf %acc, %s : f32", "linalg.yield %r : f32"],
             ["s", "acc"],
+            doc="softmax",
         )
         ex = e.generic(
             f"{tag}_exp",
@@ -583,6 +590,7 @@ class _Writer:
             "",
             ["%z = arith.subf %s, %mx : f32", "%r = math.exp %z : f32", "linalg.yield %r : f32"],
             ["s", "mx", "o"],
+            doc="softmax",
         )
         zeros = e.filled(chip_hint("zeros", qt.chip), rt, e.scalar("zero", 0.0))
         total = e.generic(
@@ -593,6 +601,7 @@ class _Writer:
             "m",
             ["%r = arith.addf %acc, %s : f32", "linalg.yield %r : f32"],
             ["s", "acc"],
+            doc="softmax",
         )
         probs = e.generic(
             f"{tag}_probs",
@@ -602,6 +611,7 @@ class _Writer:
             "",
             ["%r = arith.divf %x, %t : f32", "linalg.yield %r : f32"],
             ["x", "t", "o"],
+            doc="softmax",
         )
         return e.einsum(f"{tag}_attn", "bkgm,bkmd->bkgd", probs, values, qt)
 

@@ -1,0 +1,58 @@
+"""tp-legalize{shim=...}: every op checked against what the chip allows.
+
+Invariant: each op at statement level (in the function or in a section) is of a class the
+shim supports (natively or emulated) and fits the chip as it stands; otherwise a diagnostic
+names the op, its class and the shim's reason. Sections are checked as fused ops too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.passes import ModulePass
+
+from tp_dialect.analysis.manifest import read_manifest
+from tp_dialect.diagnostics import TpDiagnostic
+from tp_dialect.ops import SectionOp, YieldOp
+from tp_dialect.shims import Support, TensorParallelShim, classify, shim_named
+
+
+@dataclass(frozen=True)
+class TpLegalize(ModulePass):
+    """Check every op against the shim: unsupported or non-fitting ops are diagnostics."""
+
+    name = "tp-legalize"
+
+    shim: str = "reference"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        try:
+            base = shim_named(self.shim)
+        except KeyError as err:
+            raise TpDiagnostic(None, f"tp-legalize: {err.args[0]}") from None
+        shim = TensorParallelShim(base, read_manifest(op))
+        for inner in op.walk():
+            if not isinstance(inner.parent_op(), FuncOp | SectionOp):
+                continue
+            if isinstance(inner, ReturnOp | YieldOp):
+                continue
+            if isinstance(inner, SectionOp):
+                reason = shim.fits(inner)
+                if reason is not None:
+                    raise TpDiagnostic(
+                        inner, f"section cannot run on a chip: {reason} [{shim.name()}]"
+                    )
+                continue
+            cls = classify(inner)
+            if shim.supports(cls) is Support.UNSUPPORTED:
+                raise TpDiagnostic(
+                    inner, f"'{inner.name}' ({cls.value}) is not supported by {base.name()}"
+                )
+            reason = base.fits(inner)
+            if reason is not None:
+                raise TpDiagnostic(
+                    inner, f"'{inner.name}' ({cls.value}) does not fit {base.name()}: {reason}"
+                )

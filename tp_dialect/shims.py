@@ -1,0 +1,328 @@
+"""Chip legality: op classes, what a chip allows (a `Shim`), and `TensorParallelShim`.
+
+Every op of a program maps to one `OpClass`. A shim answers, for its chip and configuration:
+``supports(class)`` — native, emulated or unsupported, for EVERY class (each shim answers by a
+``match`` with no catch-all, and a test fails when a class is added that a shim does not
+answer); ``fits(work)`` — whether the chip builds an op or a fusion as it stands (``None``, or
+why not); ``activation(consumer, operand)`` — the quantized form the consumer reads that
+operand in, or ``None``.
+
+`TensorParallelShim` is the seed's wrapper: a fused op runs on one chip, so it refuses a fusion
+whose members bind tensors of more than one chip (or a chip's tensor and the spine's), and a
+fusion holding a collective's fold (which would lower an all-reduce as a sum on the spine);
+every other question goes to the base shim.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Protocol
+
+from xdsl.dialects import arith, tensor
+from xdsl.dialects.builtin import StringAttr, TensorType
+from xdsl.dialects.linalg import ops as linalg
+from xdsl.ir import Operation
+
+from tp_dialect.analysis.manifest import Manifest
+from tp_dialect.attrs import chip_of
+from tp_dialect.dtypes import numpy_dtype
+from tp_dialect.ops import AllReduceOp, SectionOp, ShardOp, UnshardOp, YieldOp
+
+
+class OpClass(Enum):
+    """What kind of work an op is, as a chip's compiler sees it."""
+
+    MATMUL = "matmul"
+    ELEMENTWISE = "elementwise"
+    REDUCTION = "reduction"
+    NORM = "norm"
+    SOFTMAX = "softmax"
+    ROPE = "rope"
+    CACHE_SCATTER = "cache-scatter"  # an in-place write into a cache
+    GATHER = "gather"  # a slice read out of a tensor
+    RESHAPE = "reshape"
+    CONCAT = "concat"
+    FILL = "fill"
+    LOAD = "load"  # a chip's slice of a host tensor (tp.shard)
+    STORE = "store"  # the host's store of chip tensors (tp.unshard)
+    COLLECTIVE = "collective"
+    SCALAR = "scalar"
+    CONSTANT = "constant"
+    OTHER = "other"  # an op tp does not know: no chip is assumed to have a kernel for it
+
+
+class Support(Enum):
+    NATIVE = "native"
+    EMULATED = "emulated"
+    UNSUPPORTED = "unsupported"
+
+
+@dataclass(frozen=True)
+class QuantFormat:
+    """How an operand is read: element type and scaling granularity."""
+
+    dtype: str  # e.g. "int8"
+    granularity: str  # "per-tensor" | "per-row"
+
+
+Work = Operation | Sequence[Operation]  # one op, or the ops of a candidate fusion
+
+
+def classify(op: Operation) -> OpClass:
+    """The class of one op (a linalg.generic by its structure and its ``doc`` tag)."""
+    if isinstance(op, linalg.GenericOp):
+        doc = op.doc.data if isinstance(op.doc, StringAttr) else ""
+        tagged = {"rms_norm": OpClass.NORM, "softmax": OpClass.SOFTMAX, "rope": OpClass.ROPE}
+        if doc in tagged:
+            return tagged[doc]
+        reduces = any(str(it.data) == "reduction" for it in op.iterator_types.data)
+        if not reduces:
+            return OpClass.ELEMENTWISE
+        body = list(op.body.block.ops)
+        matmul = len(op.inputs) == 2 and any(isinstance(o, arith.MulfOp) for o in body)
+        return OpClass.MATMUL if matmul else OpClass.REDUCTION
+    if isinstance(op, AllReduceOp):
+        return OpClass.COLLECTIVE
+    if isinstance(op, ShardOp):
+        return OpClass.LOAD
+    if isinstance(op, UnshardOp):
+        return OpClass.STORE
+    if isinstance(op, tensor.InsertSliceOp):
+        return OpClass.CACHE_SCATTER
+    if isinstance(op, tensor.ExtractSliceOp | tensor.ExtractOp):
+        return OpClass.GATHER
+    if isinstance(op, tensor.ExpandShapeOp | tensor.CollapseShapeOp | tensor.ReshapeOp):
+        return OpClass.RESHAPE
+    if isinstance(op, tensor.ConcatOp):
+        return OpClass.CONCAT
+    if isinstance(op, linalg.FillOp):
+        return OpClass.FILL
+    if isinstance(op, arith.ConstantOp | tensor.EmptyOp):
+        return OpClass.CONSTANT
+    elementwise = (
+        linalg.AddOp,
+        linalg.MulOp,
+        linalg.SubOp,
+        arith.AddfOp,
+        arith.SubfOp,
+        arith.MulfOp,
+        arith.DivfOp,
+        arith.MaximumfOp,
+        arith.NegfOp,
+    )
+    if isinstance(op, elementwise) or (
+        op.dialect_name() == "math" and isinstance(op.results[0].type, TensorType)
+    ):
+        return OpClass.ELEMENTWISE
+    if op.dialect_name() in ("arith", "math") and not any(
+        isinstance(r.type, TensorType) for r in op.results
+    ):
+        return OpClass.SCALAR
+    return OpClass.OTHER
+
+
+def members(work: Work) -> list[Operation]:
+    """The ops a piece of work consists of (a section's body, a fusion's ops, or the op)."""
+    if isinstance(work, SectionOp):
+        return [op for op in work.body.block.ops if not isinstance(op, YieldOp)]
+    if isinstance(work, Operation):
+        return [work]
+    return list(work)
+
+
+class Shim(Protocol):
+    """What a chip allows."""
+
+    def name(self) -> str: ...
+
+    def supports(self, cls: OpClass) -> Support: ...
+
+    def fits(self, work: Work) -> str | None: ...
+
+    def activation(self, consumer: Operation, operand: int) -> QuantFormat | None: ...
+
+
+def _bytes(op: Operation) -> int:
+    return sum(
+        math.prod(r.type.get_shape()) * numpy_dtype(r.type.element_type).itemsize
+        for r in op.results
+        if isinstance(r.type, TensorType)
+    )
+
+
+class ReferenceShim:
+    """The permissive reference: everything native, everything fits, values read as is."""
+
+    def name(self) -> str:
+        return "reference:f32"
+
+    def supports(self, cls: OpClass) -> Support:
+        match cls:
+            case (
+                OpClass.MATMUL
+                | OpClass.ELEMENTWISE
+                | OpClass.REDUCTION
+                | OpClass.NORM
+                | OpClass.SOFTMAX
+                | OpClass.ROPE
+                | OpClass.CACHE_SCATTER
+                | OpClass.GATHER
+                | OpClass.RESHAPE
+                | OpClass.CONCAT
+                | OpClass.FILL
+                | OpClass.LOAD
+                | OpClass.STORE
+                | OpClass.COLLECTIVE
+                | OpClass.SCALAR
+                | OpClass.CONSTANT
+            ):
+                return Support.NATIVE
+
+    def fits(self, work: Work) -> str | None:
+        return None
+
+    def activation(self, consumer: Operation, operand: int) -> QuantFormat | None:
+        return None
+
+
+@dataclass(frozen=True)
+class Sn40lShim:
+    """An SN40L chip: dataflow kernels natively, host-side ops emulated; a fusion must keep
+    its intermediates in on-chip SRAM; with ``int8_activations`` a matmul reads its
+    activation operand as per-tensor int8."""
+
+    sram_bytes: float = 520e6
+    int8_activations: bool = False
+
+    def name(self) -> str:
+        return "sn40l:int8-act" if self.int8_activations else "sn40l:bf16"
+
+    def supports(self, cls: OpClass) -> Support:
+        match cls:
+            case (
+                OpClass.MATMUL
+                | OpClass.ELEMENTWISE
+                | OpClass.REDUCTION
+                | OpClass.NORM
+                | OpClass.SOFTMAX
+                | OpClass.ROPE
+                | OpClass.CACHE_SCATTER
+                | OpClass.GATHER
+                | OpClass.RESHAPE
+                | OpClass.CONCAT
+                | OpClass.FILL
+                | OpClass.LOAD
+                | OpClass.COLLECTIVE
+                | OpClass.CONSTANT
+            ):
+                return Support.NATIVE
+            case OpClass.SCALAR | OpClass.STORE:
+                return Support.EMULATED  # the host computes scalars and stores outputs
+            case OpClass.OTHER:
+                return Support.UNSUPPORTED  # no dataflow kernel for an op tp does not know
+
+    def fits(self, work: Work) -> str | None:
+        ops = members(work)
+        # Intermediates of a fusion stay on chip: those used only inside must fit in SRAM.
+        staged = sum(
+            _bytes(op)
+            for op in ops
+            if op.results and all(u.operation in ops for r in op.results for u in r.uses)
+        )
+        if len(ops) > 1 and staged > self.sram_bytes:
+            return (
+                f"its intermediates need {staged / 1e6:.1f} MB of SRAM, the chip has "
+                f"{self.sram_bytes / 1e6:.0f} MB"
+            )
+        for op in ops:
+            if self.supports(classify(op)) is Support.UNSUPPORTED:
+                return f"'{op.name}' ({classify(op).value}) is not supported"
+            if any(
+                isinstance(v.type, TensorType) and str(v.type.element_type) == "f64"
+                for v in (*op.operands, *op.results)
+            ):
+                return f"'{op.name}' computes in f64, which the chip has no datapath for"
+            if classify(op) is OpClass.MATMUL and isinstance(op, linalg.GenericOp):
+                k = _contracted(op)
+                if k % 8:
+                    return (
+                        f"'{op.name}' contracts over {k} elements; the chip's tiles need a "
+                        "multiple of 8"
+                    )
+        return None
+
+    def activation(self, consumer: Operation, operand: int) -> QuantFormat | None:
+        if self.int8_activations and classify(consumer) is OpClass.MATMUL and operand == 0:
+            return QuantFormat("int8", "per-tensor")
+        return None
+
+
+class TensorParallelShim:
+    """What a chip allows of a tensor-parallel program: what ``base`` allows, less a fused op
+    over more than one chip (or a chip's tensor with the spine), less a fusion holding a
+    collective's fold (the manifest's collectives)."""
+
+    def __init__(self, base: Shim, manifest: Manifest) -> None:
+        self.base = base
+        self.manifest = manifest
+        self._folds = {op for c in manifest.collectives for op in c.ops}
+
+    def name(self) -> str:
+        return f"tp({self.base.name()})"
+
+    def supports(self, cls: OpClass) -> Support:
+        return self.base.supports(cls)
+
+    def fits(self, work: Work) -> str | None:
+        ops = members(work)
+        if len(ops) > 1:
+            chips = {
+                chip_of(r.type) for op in ops for r in op.results if isinstance(r.type, TensorType)
+            }
+            owned = sorted(c for c in chips if c is not None)
+            if len(owned) > 1:
+                return f"it would fuse tensors of chips {owned}: a fused op runs on one chip"
+            if owned and None in chips:
+                return (
+                    f"it would fuse chip {owned[0]}'s tensors with the spine: a fused op "
+                    "runs where what it binds lives"
+                )
+            if any(isinstance(op, AllReduceOp) or op in self._folds for op in ops):
+                return (
+                    "it would hold a collective's fold: the all-reduce over every chip would "
+                    "be lowered as a sum on the spine"
+                )
+        return self.base.fits(work)
+
+    def activation(self, consumer: Operation, operand: int) -> QuantFormat | None:
+        return self.base.activation(consumer, operand)
+
+
+def _contracted(op: linalg.GenericOp) -> int:
+    """The number of elements a contraction sums over (product of its reduced dims)."""
+    maps = [m.data for m in op.indexing_maps.data]
+    reduced = [i for i, it in enumerate(op.iterator_types.data) if str(it.data) == "reduction"]
+    sizes: dict[int, int] = {}
+    for value, m in zip(op.operands, maps, strict=True):
+        if isinstance(value.type, TensorType):
+            for axis, expr in enumerate(m.results):
+                if (position := getattr(expr, "position", None)) is not None:
+                    sizes[position] = value.type.get_shape()[axis]
+    return math.prod(sizes.get(i, 1) for i in reduced)
+
+
+SHIMS: dict[str, Shim] = {
+    "reference": ReferenceShim(),
+    "sn40l": Sn40lShim(),
+    "sn40l-int8": Sn40lShim(int8_activations=True),
+}
+
+
+def shim_named(name: str) -> Shim:
+    """A base shim by name (``reference``, ``sn40l``, ``sn40l-int8``)."""
+    if name not in SHIMS:
+        raise KeyError(f"no shim '{name}' (known: {', '.join(SHIMS)})")
+    return SHIMS[name]
