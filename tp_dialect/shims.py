@@ -23,6 +23,7 @@ from typing import Protocol
 
 from xdsl.dialects import arith, tensor
 from xdsl.dialects.builtin import StringAttr, TensorType
+from xdsl.dialects.func import ReturnOp
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation
 
@@ -102,6 +103,8 @@ def classify(op: Operation) -> OpClass:
         return OpClass.FILL
     if isinstance(op, arith.ConstantOp | tensor.EmptyOp):
         return OpClass.CONSTANT
+    if isinstance(op, ReturnOp | YieldOp):
+        return OpClass.SCALAR  # control: nothing a chip computes
     elementwise = (
         linalg.AddOp,
         linalg.MulOp,
@@ -180,6 +183,8 @@ class ReferenceShim:
                 | OpClass.CONSTANT
             ):
                 return Support.NATIVE
+            case OpClass.OTHER:
+                return Support.EMULATED  # numpy runs anything the interpreter knows
 
     def fits(self, work: Work) -> str | None:
         return None

@@ -1,0 +1,63 @@
+// tp-fuse: producer-consumer statements become one section when the chip allows it. The shim
+// is always wrapped in TensorParallelShim: a fused op runs on one chip, never mixes a chip's
+// tensors with the spine, never holds a collective's fold.
+// RUN: tp-opt %s --split-input-file --tp-fuse=shim=sn40l | filecheck %s
+// RUN: tp-opt %s --split-input-file --tp-fuse="shim=sn40l report=true" -o %t 2>&1 | filecheck %s --check-prefix=REPORT
+// RUN: not tp-opt %s --tp-fuse=shim=tpu 2>&1 | filecheck %s --check-prefix=BADSHIM
+
+// A legal chip-local fusion: chip 0's chain becomes one section on chip 0, yielding what is
+// used outside it; chip 1's chain another.
+// CHECK-LABEL: func.func @chains
+// CHECK:      %b0 = tp.section "b0" on [0] {
+// CHECK-NEXT:   %a0 = arith.mulf %x0, %x0 : tensor<4xf32, #tp.chip<0>>
+// CHECK-NEXT:   %b0_1 = arith.addf %a0, %x0 : tensor<4xf32, #tp.chip<0>>
+// CHECK-NEXT:   tp.yield %b0_1 : tensor<4xf32, #tp.chip<0>>
+// CHECK-NEXT: } : tensor<4xf32, #tp.chip<0>>
+// CHECK:      %b1 = tp.section "b1" on [1] {
+// CHECK-NEXT:   %c1 = linalg.add
+// A fusion across two chips is refused: %c1 (bound on chip 1) reads chip 0's %b0.
+// REPORT: tp-fuse: did not fuse %c1 into the section ending at %b0: it would fuse tensors of chips [0, 1]: a fused op runs on one chip [tp(sn40l:bf16)]
+// BADSHIM: error: tp-fuse: no shim 'tpu' (known: reference, sn40l, sn40l-int8)
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @chains(%x0: tensor<4xf32, #tp.chip<0>>, %x1: tensor<4xf32, #tp.chip<1>>) -> (tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<1>>) {
+    %e1 = tensor.empty() : tensor<4xf32, #tp.chip<1>>
+    %a0 = arith.mulf %x0, %x0 : tensor<4xf32, #tp.chip<0>>
+    %b0 = arith.addf %a0, %x0 : tensor<4xf32, #tp.chip<0>>
+    %c1 = linalg.add ins(%b0, %x1 : tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<1>>) outs(%e1 : tensor<4xf32, #tp.chip<1>>) -> tensor<4xf32, #tp.chip<1>>
+    %a1 = arith.mulf %c1, %c1 : tensor<4xf32, #tp.chip<1>>
+    %b1 = arith.addf %a1, %x1 : tensor<4xf32, #tp.chip<1>>
+    func.return %b0, %b1 : tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<1>>
+  }
+}
+
+// -----
+// A spine statement and a chip statement are not fused: the chip's work would move to the
+// spine or the spine's onto one chip.
+// CHECK-LABEL: func.func @spine_then_chip
+// CHECK-NOT:  tp.section
+// REPORT: tp-fuse: did not fuse %c into the section ending at %s: it would fuse chip 0's tensors with the spine: a fused op runs where what it binds lives [tp(sn40l:bf16)]
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @spine_then_chip(%x: tensor<4xf32>) -> tensor<4xf32, #tp.chip<0>> {
+    %e0 = tensor.empty() : tensor<4xf32, #tp.chip<0>>
+    %s = arith.mulf %x, %x : tensor<4xf32>
+    %c = linalg.add ins(%s, %x : tensor<4xf32>, tensor<4xf32>) outs(%e0 : tensor<4xf32, #tp.chip<0>>) -> tensor<4xf32, #tp.chip<0>>
+    func.return %c : tensor<4xf32, #tp.chip<0>>
+  }
+}
+
+// -----
+// A collective's fold (the seed's left fold of adds over one partial per chip) is never
+// fused, with its own adds or with what consumes its sum.
+// CHECK-LABEL: func.func @fold
+// CHECK-NOT:  tp.section
+// REPORT: tp-fuse: did not fuse %s into the section ending at %s1: it would hold a collective's fold: the all-reduce over every chip would be lowered as a sum on the spine [tp(sn40l:bf16)]
+// REPORT: tp-fuse: did not fuse %out into the section ending at %s: it would hold a collective's fold
+builtin.module attributes {tp.chips = 3 : i64} {
+  func.func @fold(%p0: tensor<4xf32, #tp.chip<0>>, %p1: tensor<4xf32, #tp.chip<1>>, %p2: tensor<4xf32, #tp.chip<2>>, %x: tensor<4xf32>) -> tensor<4xf32> {
+    %e = tensor.empty() : tensor<4xf32>
+    %s1 = linalg.add ins(%p0, %p1 : tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<1>>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+    %s = linalg.add ins(%s1, %p2 : tensor<4xf32>, tensor<4xf32, #tp.chip<2>>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+    %out = arith.addf %s, %x : tensor<4xf32>
+    func.return %out : tensor<4xf32>
+  }
+}

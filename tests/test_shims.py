@@ -1,0 +1,108 @@
+"""Chip legality: every shim answers every op class, every generated op has a class, the
+TP wrapper's refusals, and tp-fuse keeping the numbers with fewer sections and phases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from ir_helpers import SETTINGS, apply, parse
+from programs import program, tiny
+from random_programs import Program, programs
+
+from tp_dialect.analysis.folds import find_folds
+from tp_dialect.analysis.manifest import read_manifest
+from tp_dialect.analysis.stats import pipeline_stats
+from tp_dialect.attrs import chip_of
+from tp_dialect.ops import AllReduceOp, SectionOp, YieldOp
+from tp_dialect.runtime.checkpoint import random_inputs, random_weights
+from tp_dialect.runtime.reference import run_program
+from tp_dialect.shims import (
+    SHIMS,
+    OpClass,
+    QuantFormat,
+    Support,
+    TensorParallelShim,
+    classify,
+)
+
+
+@pytest.mark.parametrize("name", sorted(SHIMS))
+def test_every_shim_answers_every_class(name: str) -> None:
+    """A class added to OpClass that some shim's match does not answer fails here."""
+    shim = SHIMS[name]
+    for cls in OpClass:
+        assert isinstance(shim.supports(cls), Support), f"{shim.name()} does not answer {cls}"
+        assert isinstance(TensorParallelShim(shim, _empty_manifest()).supports(cls), Support)
+
+
+def _empty_manifest():
+    return read_manifest(program(tiny(chips=1)))
+
+
+def test_every_op_of_a_generated_program_has_a_known_class() -> None:
+    module = program(tiny(chips=2, layers=1, fused_qkv=True))
+    classes = {
+        classify(op)
+        for op in module.walk()
+        if op.parent_op() is not None and op.parent_op().name == "func.func"
+    }
+    assert OpClass.OTHER not in classes
+    assert {
+        OpClass.MATMUL,
+        OpClass.NORM,
+        OpClass.ROPE,
+        OpClass.SOFTMAX,
+        OpClass.COLLECTIVE,
+        OpClass.CACHE_SCATTER,
+        OpClass.LOAD,
+        OpClass.STORE,
+    } <= classes
+
+
+def test_int8_activations_are_read_by_matmuls_only() -> None:
+    module = program(tiny(chips=2))
+    matmul = next(op for op in module.walk() if classify(op) is OpClass.MATMUL)
+    norm = next(op for op in module.walk() if classify(op) is OpClass.NORM)
+    assert SHIMS["sn40l-int8"].activation(matmul, 0) == QuantFormat("int8", "per-tensor")
+    assert SHIMS["sn40l-int8"].activation(matmul, 1) is None
+    assert SHIMS["sn40l-int8"].activation(norm, 0) is None
+    assert SHIMS["sn40l"].activation(matmul, 0) is None
+    assert SHIMS["reference"].activation(matmul, 0) is None
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(programs())
+def test_no_fused_section_spans_chips_or_holds_a_fold(prog: Program) -> None:
+    """After tp-fuse under the TP shim no section of several ops binds two chips' tensors, a
+    chip's and the spine's, or holds an all-reduce or a fold; the numbers are unchanged
+    through fuse, relocate, transfers and phase."""
+    module = parse(prog.text())
+    folds = {op for f in find_folds(module) for op in f.ops}
+    apply(module, "tp-fuse{shim=reference}")
+    for section in (op for op in module.walk() if isinstance(op, SectionOp)):
+        ops = [op for op in section.body.block.ops if not isinstance(op, YieldOp)]
+        assert len(ops) > 1
+        bound = {chip_of(r.type) for op in ops for r in op.results}
+        assert len(bound) == 1, f"fused section binds chips {bound}"
+        assert not any(isinstance(op, AllReduceOp) or op in folds for op in ops)
+    apply(module, "tp-relocate,tp-transfers,tp-phase")
+    got = run_program(module, prog.inputs)
+    for name, want in prog.expected.items():
+        np.testing.assert_allclose(got[name], want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("chips", [2, 4])
+def test_fusing_qwen3_keeps_the_numbers_with_fewer_sections_and_phases(chips: int) -> None:
+    cfg = tiny(chips=chips, layers=2)
+    source = program(cfg)
+    plain, fused = source.clone(), source.clone()
+    apply(plain, "tp-relocate,tp-transfers,tp-phase")
+    apply(fused, "tp-fuse{shim=sn40l},tp-relocate,tp-transfers,tp-phase")
+    values = {**random_weights(source, 5), **random_inputs(source, 6, position=4)}
+    want, got = run_program(source, values), run_program(fused, values)
+    for name in want:
+        np.testing.assert_array_equal(got[name], want[name])
+    for a, b in zip(pipeline_stats(plain), pipeline_stats(fused), strict=True):
+        if a.layer.startswith("layer"):
+            assert b.sections < a.sections and len(b.phases) < len(a.phases)
