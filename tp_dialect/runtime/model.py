@@ -38,11 +38,14 @@ from tp_dialect.analysis.touch import (
 )
 from tp_dialect.grid import stated_chips
 from tp_dialect.ops import AllReduceOp, SectionOp, ShardOp, TransferOp
+from tp_dialect.passes import TP_PASSES
 from tp_dialect.program_ops import ChipProgramOp, LinkOp
 from tp_dialect.runtime.cost import Cost, nbytes, op_cost
 from tp_dialect.runtime.machine import Machine
+from tp_dialect.runtime.relay_exec import relay_steps
 from tp_dialect.runtime.timeline import Flow, Slice, Timeline
 from tp_dialect.signature import entry_function
+from tp_dialect.universe import tp_context
 
 _LAYER = re.compile(r"^l(\d+)_")
 
@@ -318,8 +321,6 @@ def model_sectioned(
 
 def model_relay(module: ModuleOp, machine: Machine) -> tuple[ModelReport, Timeline]:
     """Relay mode: the per-chip programs under the host's relay, as an event simulation."""
-    from tp_dialect.runtime.relay_exec import relay_steps
-
     func = entry_function(module)
     n = stated_chips(module) or 1
     programs = {op.chip_index: op for op in func.body.block.ops if isinstance(op, ChipProgramOp)}
@@ -484,9 +485,6 @@ def model(
     if mode == "relay" and not has_programs:
         passes.append("tp-link-points")
     if passes:
-        from tp_dialect.passes import TP_PASSES
-        from tp_dialect.universe import tp_context
-
         module = module.clone()
         PassPipeline.parse_spec(TP_PASSES, ",".join(passes)).apply(tp_context(), module)
     if mode == "relay":
