@@ -572,16 +572,8 @@ class _Writer:
             doc="softmax",
         )
         rt = TensorT((b, k, g), "f32", qt.chip)
-        mx = e.generic(
-            f"{tag}_max",
-            [(masked, "bkgm")],
-            (e.filled(chip_hint("neg_infs", qt.chip), rt, neg_inf), "bkg"),
-            "bkgm",
-            "m",
-            ["%r = arith.maximumf %acc, %s : f32", "linalg.yield %r : f32"],
-            ["s", "acc"],
-            doc="softmax",
-        )
+        neg_infs = e.filled(chip_hint("neg_infs", qt.chip), rt, neg_inf)
+        mx = self.reduce_positions(f"{tag}_max", masked, neg_infs, "maximumf")
         ex = e.generic(
             f"{tag}_exp",
             [(masked, "bkgm"), (mx, "bkg")],
@@ -593,16 +585,7 @@ class _Writer:
             doc="softmax",
         )
         zeros = e.filled(chip_hint("zeros", qt.chip), rt, e.scalar("zero", 0.0))
-        total = e.generic(
-            f"{tag}_sum",
-            [(ex, "bkgm")],
-            (zeros, "bkg"),
-            "bkgm",
-            "m",
-            ["%r = arith.addf %acc, %s : f32", "linalg.yield %r : f32"],
-            ["s", "acc"],
-            doc="softmax",
-        )
+        total = self.reduce_positions(f"{tag}_sum", ex, zeros, "addf")
         probs = e.generic(
             f"{tag}_probs",
             [(ex, "bkgm"), (total, "bkg")],
@@ -614,6 +597,19 @@ class _Writer:
             doc="softmax",
         )
         return e.einsum(f"{tag}_attn", "bkgm,bkmd->bkgd", probs, values, qt)
+
+    def reduce_positions(self, hint: str, x: Value, init: Value, combine: str) -> Value:
+        """``init ⊕ x`` reduced over the positions axis m of [b, k, g, m] (softmax's max/sum)."""
+        return self.e.generic(
+            hint,
+            [(x, "bkgm")],
+            (init, "bkg"),
+            "bkgm",
+            "m",
+            [f"%r = arith.{combine} %acc, %s : f32", "linalg.yield %r : f32"],
+            ["s", "acc"],
+            doc="softmax",
+        )
 
     def unshard(self, hint: str, parts: list[Value], t: TensorT) -> Value:
         """The chips' caches stored back into the full host tensor."""
