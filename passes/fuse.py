@@ -21,13 +21,12 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block, Operation, Region
 from xdsl.passes import ModulePass
 
-from tp_dialect.analysis.manifest import read_manifest, value_name
+from tp_dialect.analysis.provenance import Provenance
 from tp_dialect.analysis.touch import is_statement
 from tp_dialect.certificate import kept
 from tp_dialect.diagnostics import TpDiagnostic
-from tp_dialect.grid import stated_chips
+from tp_dialect.names import value_name
 from tp_dialect.ops import SectionOp, TransferOp, YieldOp
-from tp_dialect.passes.relocate import statement_chips
 from tp_dialect.shims import Shim, TensorParallelShim, shim_named
 from tp_dialect.signature import entry_function
 
@@ -65,13 +64,13 @@ def fusion_groups(func: FuncOp, shim: Shim) -> tuple[list[list[Operation]], list
     return groups, refusals
 
 
-def _fuse(group: list[Operation], n_chips: int) -> SectionOp:
+def _fuse(group: list[Operation], prov: Provenance) -> SectionOp:
     """Move ``group`` into one section placed at its last statement."""
     inside = set(group)
     outputs = [
         r for op in group for r in op.results if any(u.operation not in inside for u in r.uses)
     ]
-    chips = sorted({c for op in group for c in statement_chips(op, n_chips)})
+    chips = sorted({c for op in group for c in prov.statement_chips(op)})
     last = group[-1]
     label = value_name(outputs[-1]) if outputs else value_name(last.results[0])
     terminator = YieldOp(*outputs)
@@ -104,7 +103,8 @@ class TpFuse(ModulePass):
             base = shim_named(self.shim)
         except KeyError as err:
             raise TpDiagnostic(None, f"tp-fuse: {err.args[0]}") from None
-        shim = TensorParallelShim(base, read_manifest(op))
+        prov = Provenance(op)
+        shim = TensorParallelShim(base, prov)
         func = entry_function(op)
         groups, refusals = fusion_groups(func, shim)
         if self.report:
@@ -117,4 +117,4 @@ class TpFuse(ModulePass):
                 )
         with kept(op):  # each op stays on its chip: the section is on the same one
             for group in groups:
-                _fuse(group, stated_chips(op) or 1)
+                _fuse(group, prov)

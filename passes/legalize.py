@@ -14,7 +14,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.passes import ModulePass
 
-from tp_dialect.analysis.manifest import read_manifest
+from tp_dialect.analysis.provenance import Provenance
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.ops import SectionOp, YieldOp
 from tp_dialect.shims import Support, TensorParallelShim, classify, shim_named
@@ -33,7 +33,7 @@ class TpLegalize(ModulePass):
             base = shim_named(self.shim)
         except KeyError as err:
             raise TpDiagnostic(None, f"tp-legalize: {err.args[0]}") from None
-        shim = TensorParallelShim(base, read_manifest(op))
+        shim = TensorParallelShim(base, Provenance(op))
         for inner in op.walk():
             if not isinstance(inner.parent_op(), FuncOp | SectionOp):
                 continue

@@ -1,12 +1,14 @@
 """tp-relocate: every statement a ``tp.section`` on the chip(s) of what it binds.
 
 Invariant: each statement of the entry function becomes one section computing exactly what
-the statement did — a chip-local statement on its chip, a spine statement on every chip
-(replicated, unmarked), an all-reduce as one section over all chips with its algorithm chosen
-(the seed's ``fold``: partials handed to chip 0, folded there, the sum stored as the
+the statement did — a statement on the chip its results live on or derive from (chip
+provenance, so a scalar read out of chip 1's tensor runs on chip 1), a spine statement on every
+chip (replicated, unmarked), an all-reduce as ONE section over all chips with its algorithm
+chosen (the seed's ``fold``: partials handed to chip 0, folded there, the sum stored as the
 replicated out; or ``ring``: the sum left on every chip), a host store over the chips of its
-parts. Constants stay outside sections (every chip holds its own). The certificate is dropped:
-placement changed.
+parts. The seed's fold of adds is raised into that one all-reduce first; a fold that is not an
+all-reduce is refused (``fold-not-allreduce``), never lowered as two-way adds. Constants stay
+outside sections (every chip holds its own). The certificate is dropped: placement changed.
 """
 
 from __future__ import annotations
@@ -21,35 +23,22 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 from xdsl.rewriter import InsertPoint
 
-from tp_dialect.analysis.manifest import value_name
+from tp_dialect.analysis.folds import find_folds
+from tp_dialect.analysis.provenance import Provenance
 from tp_dialect.analysis.touch import is_statement
-from tp_dialect.attrs import chip_of
 from tp_dialect.certificate import drop
 from tp_dialect.grid import stated_chips
-from tp_dialect.ops import AllReduceOp, SectionOp, TransferOp, UnshardOp, YieldOp
+from tp_dialect.names import value_name
+from tp_dialect.ops import AllReduceOp, SectionOp, TransferOp, YieldOp
+from tp_dialect.passes.raise_allreduce import TpRaiseAllreduce
 from tp_dialect.reject import TpReject
-
-
-def statement_chips(op: Operation, n_chips: int) -> list[int]:
-    """The chips a statement runs on: those of what it binds; all chips for the spine."""
-    if isinstance(op, AllReduceOp):
-        return list(range(n_chips))
-    if isinstance(op, UnshardOp):
-        return sorted({chip_of(p.type) or 0 for p in op.parts})
-    chips = sorted({c for r in op.results if (c := chip_of(r.type)) is not None})
-    if len(chips) > 1:
-        raise TpReject.MIXED_CHIPS.at(
-            op,
-            f"'{op.name}' binds tensors on chips {chips}: a section runs on one chip's tensors",
-        )
-    return chips or list(range(n_chips))
 
 
 @dataclass
 class RelocateStatement(RewritePattern):
     """Wrap one top-level statement in a section on its chips."""
 
-    n_chips: int
+    prov: Provenance
     algorithm: str
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
@@ -57,7 +46,7 @@ class RelocateStatement(RewritePattern):
             return
         if isinstance(op, SectionOp | TransferOp):
             return
-        chips = statement_chips(op, self.n_chips)
+        chips = self.prov.statement_chips(op)
         label = value_name(op.results[0]) if op.results else op.name
         # Move the op itself into the section (no clone: its regions may be large), and
         # point every outside use of its results at the section's.
@@ -91,7 +80,14 @@ class TpRelocate(ModulePass):
                 f"tp-relocate: allreduce={self.allreduce} is not one of "
                 f"{', '.join(AllReduceOp.ALGORITHMS)}",
             )
+        # The seed's fold becomes ONE all-reduce section, never a chain of two-way adds.
+        TpRaiseAllreduce().apply(ctx, op)
         n = stated_chips(op) or 1
-        walker = PatternRewriteWalker(RelocateStatement(n, self.allreduce), apply_recursively=False)
+        for fold in find_folds(op):
+            if isinstance(fold.ops[0].parent_op(), FuncOp):
+                raise fold.refusal(n)  # not an all-reduce: two-way adds would hide that
+        walker = PatternRewriteWalker(
+            RelocateStatement(Provenance(op), self.allreduce), apply_recursively=False
+        )
         walker.rewrite_module(op)
         drop(op)

@@ -11,7 +11,7 @@ from programs import program, tiny
 from random_programs import Program, programs
 
 from tp_dialect.analysis.folds import find_folds
-from tp_dialect.analysis.manifest import read_manifest
+from tp_dialect.analysis.provenance import Provenance
 from tp_dialect.analysis.stats import pipeline_stats
 from tp_dialect.attrs import chip_of
 from tp_dialect.ops import AllReduceOp, SectionOp, YieldOp
@@ -33,11 +33,11 @@ def test_every_shim_answers_every_class(name: str) -> None:
     shim = SHIMS[name]
     for cls in OpClass:
         assert isinstance(shim.supports(cls), Support), f"{shim.name()} does not answer {cls}"
-        assert isinstance(TensorParallelShim(shim, _empty_manifest()).supports(cls), Support)
+        assert isinstance(TensorParallelShim(shim, _provenance()).supports(cls), Support)
 
 
-def _empty_manifest():
-    return read_manifest(program(tiny(chips=1)))
+def _provenance() -> Provenance:
+    return Provenance(program(tiny(chips=1)))
 
 
 def test_every_op_of_a_generated_program_has_a_known_class() -> None:

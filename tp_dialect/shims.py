@@ -27,8 +27,7 @@ from xdsl.dialects.func import ReturnOp
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation
 
-from tp_dialect.analysis.manifest import Manifest
-from tp_dialect.attrs import chip_of
+from tp_dialect.analysis.provenance import Provenance
 from tp_dialect.dtypes import numpy_dtype
 from tp_dialect.ops import AllReduceOp, SectionOp, ShardOp, UnshardOp, YieldOp
 
@@ -267,13 +266,14 @@ class Sn40lShim:
 
 class TensorParallelShim:
     """What a chip allows of a tensor-parallel program: what ``base`` allows, less a fused op
-    over more than one chip (or a chip's tensor with the spine), less a fusion holding a
-    collective's fold (the manifest's collectives)."""
+    over more than one chip (or a chip's data with the spine), less a fusion holding a
+    collective, a fold of adds or a host store. Which chip a member's work is on is its
+    results' chip provenance: scalars, indices and in-place cache writes included, not only
+    tensor types."""
 
-    def __init__(self, base: Shim, manifest: Manifest) -> None:
+    def __init__(self, base: Shim, provenance: Provenance) -> None:
         self.base = base
-        self.manifest = manifest
-        self._folds = {op for c in manifest.collectives for op in c.ops}
+        self.provenance = provenance
 
     def name(self) -> str:
         return f"tp({self.base.name()})"
@@ -284,18 +284,20 @@ class TensorParallelShim:
     def fits(self, work: Work) -> str | None:
         ops = members(work)
         if len(ops) > 1:
-            chips = {
-                chip_of(r.type) for op in ops for r in op.results if isinstance(r.type, TensorType)
-            }
-            owned = sorted(c for c in chips if c is not None)
+            placed = [
+                frozenset(c for r in op.results for c in self.provenance.chips(r)) for op in ops
+            ]
+            owned = sorted(set().union(*placed))
             if len(owned) > 1:
-                return f"it would fuse tensors of chips {owned}: a fused op runs on one chip"
-            if owned and None in chips:
+                return f"it would fuse work of chips {owned}: a fused op runs on one chip"
+            if owned and any(not chips for chips in placed):
                 return (
-                    f"it would fuse chip {owned[0]}'s tensors with the spine: a fused op "
-                    "runs where what it binds lives"
+                    f"it would fuse chip {owned[0]}'s work with the spine's: a fused op runs "
+                    "where what it binds lives, and the spine lives on every chip"
                 )
-            if any(isinstance(op, AllReduceOp) or op in self._folds for op in ops):
+            if any(isinstance(op, UnshardOp) for op in ops):
+                return "it would hold a host store: the host stores chip outputs, no chip does"
+            if any(isinstance(op, AllReduceOp) or op in self.provenance.fold_of for op in ops):
                 return (
                     "it would hold a collective's fold: the all-reduce over every chip would "
                     "be lowered as a sum on the spine"

@@ -1,12 +1,13 @@
 """The seed's spelling of an all-reduce: a left fold of adds over chip-local partials.
 
-``s1 = p0 + p1; s2 = s1 + p2; ...`` — every sum a spine value used only by the next add (as
+``s1 = p0 + p1; s2 = s1 + p2; ...`` — every sum a spine value read only by the next add (as
 its left operand), every later right operand a chip-owned partial. `find_folds` returns each
 maximal such chain with at least two chip-owned partials; `Fold.is_allreduce` says whether it
-is a valid all-reduce (one partial per chip, in chip order), the verifier says why not. A sum
-used on the left of an add of spine data (a residual) ends the fold: that add is ordinary
-spine work. Chains are followed through sections, so a fold relocated into one section per
-add is still seen as one fold.
+is a valid all-reduce (one partial per chip, in chip order, no partial sum read elsewhere) and
+`Fold.refusal` says why not. A sum used on the left of an add of spine data (a residual) ends
+the fold: that add is ordinary spine work. Chains are followed through sections, so a fold
+relocated into one section per add is still seen as one fold; a partial sum read by anything
+but the next add — inside its section or outside — ends the chain and is named as escaping.
 """
 
 from __future__ import annotations
@@ -19,15 +20,20 @@ from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation, SSAValue
 
 from tp_dialect.attrs import chip_of
+from tp_dialect.diagnostics import TpDiagnostic
+from tp_dialect.names import value_name
 from tp_dialect.ops import SectionOp, YieldOp
+from tp_dialect.reject import TpReject
 
 
 @dataclass(frozen=True)
 class Fold:
-    """One left fold: its add ops in order, and the partials it sums in order."""
+    """One left fold: its add ops in order, the partials it sums in order, and a reader of
+    its last sum other than a continuing add (which cut the chain short), if any."""
 
     ops: tuple[Operation, ...]
     partials: tuple[SSAValue, ...]
+    escape: Operation | None = None
 
     @property
     def result(self) -> SSAValue:
@@ -39,8 +45,38 @@ class Fold:
         return tuple(chip_of(p.type) for p in self.partials)
 
     def is_allreduce(self, n_chips: int) -> bool:
-        """One partial per chip of the grid, each on its chip, in chip order."""
-        return self.chips == tuple(range(n_chips))
+        """One partial per chip of the grid, each on its chip, in chip order; no partial sum
+        read by anything but the next add."""
+        return self.escape is None and self.chips == tuple(range(n_chips))
+
+    def refusal(self, n_chips: int) -> TpDiagnostic:
+        """Why this fold is not an all-reduce over ``n_chips`` chips, located at its last add."""
+        name = f"%{value_name(self.result)}"
+        chips = self.chips
+        spine = [p for p in self.partials if chip_of(p.type) is None]
+        if spine:
+            return TpReject.FOLD_MIXES_SPINE.at(
+                self.ops[-1],
+                f"fold of adds into {name} adds spine value %{value_name(spine[0])} to chip "
+                "partials: an all-reduce sums one partial per chip and nothing else",
+            )
+        if self.escape is not None and chips == tuple(range(len(chips))):
+            return TpReject.FOLD_NOT_ALLREDUCE.at(
+                self.ops[-1],
+                f"fold of adds: the partial sum {name} of chips {list(chips)} is also read by "
+                f"'{self.escape.name}', which sees a sum missing chips {len(chips)}.."
+                f"{n_chips - 1}: only the next add of a fold may read its partial sums",
+            )
+        missing = sorted(set(range(n_chips)) - set(chips))
+        repeated = sorted({c for c in chips if chips.count(c) > 1})
+        faults = [f"repeats chip {', '.join(map(str, repeated))}"] if repeated else []
+        faults += [f"misses chip {', '.join(map(str, missing))}"] if missing else []
+        why = " and ".join(faults) or f"is out of chip order {list(chips)}"
+        return TpReject.FOLD_NOT_ALLREDUCE.at(
+            self.ops[-1],
+            f"fold of adds into {name} over partials on chips {list(chips)} {why}: "
+            f"an all-reduce needs one partial per chip 0..{n_chips - 1}, in chip order",
+        )
 
 
 def add_operands(op: Operation) -> tuple[SSAValue, SSAValue] | None:
@@ -67,19 +103,35 @@ def _spine_sum(op: Operation) -> bool:
     return add_operands(op) is not None and chip_of(op.results[0].type) is None
 
 
-def _continues(op: Operation) -> Operation | None:
-    """The add that takes ``op``'s sum as its left operand and a chip partial as its right,
-    if that is the sum's only use and it also sums to the spine."""
-    uses = list(visible(op).uses)
-    if len(uses) != 1:
-        return None
-    user = uses[0].operation
-    operands = add_operands(user)
-    if operands is None or operands[0] is not visible(op) or not _spine_sum(user):
-        return None
-    if chip_of(operands[1].type) is None:
-        return None  # adding spine data to the sum: a residual, not the fold
-    return user
+def _readers(op: Operation) -> list[tuple[Operation, SSAValue]]:
+    """Every op reading ``op``'s sum, inside its section or outside it, with the value it
+    reads (the section's yield is not a reader: it only hands the sum out)."""
+    inner = op.results[0]
+    out = [(u.operation, inner) for u in inner.uses if not isinstance(u.operation, YieldOp)]
+    outer = visible(op)
+    if outer is not inner:
+        out += [(u.operation, outer) for u in outer.uses]
+    return out
+
+
+def _continues(op: Operation) -> tuple[Operation | None, Operation | None]:
+    """(the add continuing ``op``'s fold, another reader that cut it short), where a
+    continuing add takes the sum on its left, a chip partial on its right and sums to the
+    spine; it continues the fold only when it is the sum's only reader."""
+    readers = _readers(op)
+    nexts = [
+        user
+        for user, value in readers
+        if (operands := add_operands(user)) is not None
+        and operands[0] is value
+        and _spine_sum(user)
+        and chip_of(operands[1].type) is not None
+    ]
+    if not nexts:
+        return None, None
+    if len(readers) == 1:
+        return nexts[0], None
+    return None, next(user for user, _ in readers if user is not nexts[0])
 
 
 def find_folds(root: Operation) -> Iterator[Fold]:
@@ -89,16 +141,17 @@ def find_folds(root: Operation) -> Iterator[Fold]:
             continue
         lhs, _ = add_operands(op)  # type: ignore[misc]
         producer = _inner(lhs)
-        if producer is not None and _spine_sum(producer) and _continues(producer) is op:
+        if producer is not None and _spine_sum(producer) and _continues(producer)[0] is op:
             continue  # not the head: the chain is found from its first add
         chain = [op]
-        while (nxt := _continues(chain[-1])) is not None:
-            chain.append(nxt)
+        while (nxt := _continues(chain[-1]))[0] is not None:
+            chain.append(nxt[0])  # type: ignore[arg-type]
+        escape = _continues(chain[-1])[1]
         first = add_operands(chain[0])
         assert first is not None
         partials = [first[0]] + [add_operands(o)[1] for o in chain]  # type: ignore[index]
         if sum(chip_of(p.type) is not None for p in partials) >= 2:
-            yield Fold(tuple(chain), tuple(partials))
+            yield Fold(tuple(chain), tuple(partials), escape)
 
 
 def _inner(value: SSAValue) -> Operation | None:

@@ -1,0 +1,387 @@
+"""Chip provenance: for every SSA value, the chips whose own data it lives on or derives from.
+
+A value's `Placement` is the set of chips it lives on (a tensor type's ``#tp.chip<c>``) or is
+computed from, and whether it derives from a host output (a ``tp.unshard``); no chips and no
+host output is the replicated spine. It is computed for every value — tensors, scalars,
+indices and ``i1``s, memrefs and vectors, block arguments, values captured by regions,
+results of nested regions and of calls, casts through any type — and it includes control
+dependence: everything computed inside a region op (a condition's ``scf.if``, a loop's
+bounds, a ``linalg.generic``'s operands) carries the chips of that op's operands, and the op's
+results carry those and whatever its regions yield. Only two ops clear chips: ``tp.allreduce``
+and the last add of the seed's fold when it is a valid all-reduce; every other op joins.
+
+Calls are followed into the callee, once per distinct placement of the arguments (context
+sensitive); a call with no body to follow, or recursion, is *opaque*. An op that writes
+memory, or whose effects are unknown, is opaque too: the checker refuses opaque ops, never
+trusts them. Per-chip programs are followed across their link points: a received buffer
+carries the placement of what its sender sent under that name.
+
+Why not xDSL's dataflow framework: in xDSL 0.75 its sparse forward analysis refuses ops with
+regions and does not follow calls (its region-branch and call interfaces are still to do), and
+tp needs both plus links between programs. This is the same lattice idea as a small worklist:
+a value's placement only grows, so each value changes at most once per chip it can reach.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import MemRefType, ModuleOp, UnregisteredOp
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.traits import IsTerminator, MemoryEffectKind, SymbolTable, get_effects
+
+from tp_dialect.analysis.folds import Fold, find_folds, visible
+from tp_dialect.attrs import chip_of
+from tp_dialect.grid import stated_chips
+from tp_dialect.names import value_name
+from tp_dialect.ops import AllReduceOp, SectionOp, ShardOp, UnshardOp
+from tp_dialect.program_ops import ChipProgramOp, LinkOp, RelayOp
+from tp_dialect.reject import TpReject
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """The chips a value lives on or derives from, and whether it derives from a host output."""
+
+    chips: frozenset[int] = frozenset()
+    host: bool = False
+
+    @property
+    def spine(self) -> bool:
+        return not self.chips and not self.host
+
+    def __or__(self, other: Placement) -> Placement:
+        if other.chips <= self.chips and other.host <= self.host:
+            return self
+        if self.chips <= other.chips and self.host <= other.host:
+            return other
+        return Placement(self.chips | other.chips, self.host or other.host)
+
+
+SPINE = Placement()
+HOST = Placement(host=True)
+
+
+def declared(value: SSAValue) -> Placement:
+    """What a value's type says: the chip in a tensor type's encoding, else nothing."""
+    chip = chip_of(value.type)
+    return SPINE if chip is None else Placement(frozenset((chip,)))
+
+
+def join(placements: Iterable[Placement]) -> Placement:
+    out = SPINE
+    for p in placements:
+        out = out | p
+    return out
+
+
+# Ops that declare no memory effects in xDSL 0.75 but have value semantics (their results are
+# functions of their operands and regions); everything else undeclared is opaque.
+_VALUE_OPS = frozenset(
+    {
+        "bufferization.to_tensor",
+        "bufferization.to_buffer",
+        "bufferization.to_memref",
+        "func.return",
+        "builtin.unrealized_conversion_cast",
+    }
+)
+_CONTAINERS = (ModuleOp, func.FuncOp, ChipProgramOp, RelayOp)
+
+
+def opacity(op: Operation) -> tuple[TpReject, str] | None:
+    """Why the analysis cannot see through ``op`` (a reason and what is wrong), or None."""
+    if isinstance(op, UnregisteredOp):
+        return TpReject.OPAQUE_OP, "is not a registered op: what it computes is unknown"
+    if isinstance(op, func.CallOp):
+        return None  # followed into the callee (or found opaque there)
+    if op.name == "func.call_indirect":
+        return TpReject.OPAQUE_CALL, "calls through a value: its callee cannot be followed"
+    dialect = op.dialect_name()
+    if dialect == "linalg":
+        if any(isinstance(v.type, MemRefType) for v in op.operands):
+            return TpReject.OPAQUE_OP, "writes its memref operands in place"
+        return None  # tensor semantics: results are functions of the operands
+    if dialect in ("tp", "scf") or op.name in _VALUE_OPS or isinstance(op, _CONTAINERS):
+        return None  # tp's own ops, and control flow whose contents are judged op by op
+    if op.has_trait(IsTerminator):
+        return None
+    effects = get_effects(op)
+    if effects is None:
+        return TpReject.OPAQUE_OP, "declares no memory effects, so what it writes is unknown"
+    if any(e.kind in (MemoryEffectKind.WRITE, MemoryEffectKind.FREE) for e in effects):
+        return TpReject.OPAQUE_OP, "writes memory, which values cannot follow"
+    return None
+
+
+class Solver:
+    """Placements of the values under ``root`` (a module, or a callee in one call context),
+    to a fixpoint; ``of[v]`` is v's placement (absent: not reached, i.e. its declared one)."""
+
+    def __init__(
+        self, prov: Provenance, root: Operation, entry: Mapping[BlockArgument, Placement]
+    ) -> None:
+        self.prov = prov
+        self.root = root
+        self.entry = dict(entry)
+        self.of: dict[SSAValue, Placement] = {}
+        self.inner: dict[Operation, Placement] = {}  # control context inside a region op
+        self.sent: dict[str, list[SSAValue]] = {}
+        self.receivers: dict[str, list[LinkOp]] = {}
+        for op in root.walk():
+            if isinstance(op, LinkOp):
+                for name, value in zip(op.sends, op.sent, strict=True):
+                    self.sent.setdefault(name, []).append(value)
+                for name in op.receives:
+                    self.receivers.setdefault(name, []).append(op)
+        self._solve()
+
+    def placement(self, value: SSAValue) -> Placement:
+        return self.of.get(value) or declared(value)
+
+    def context(self, op: Operation) -> Placement:
+        """What every value ``op`` computes depends on through the regions enclosing it."""
+        parent = op.parent_op()
+        return SPINE if parent is None else self.inner.get(parent, SPINE)
+
+    def returned(self, callee: func.FuncOp) -> list[Placement]:
+        """The placement of each result ``callee`` returns (joined over its returns)."""
+        outs = [SPINE] * len(callee.function_type.outputs)
+        for block in callee.body.blocks:
+            ret = block.last_op
+            if isinstance(ret, func.ReturnOp):
+                outs = [o | self.placement(v) for o, v in zip(outs, ret.operands, strict=True)]
+        return outs
+
+    # -- the worklist ---------------------------------------------------------------------
+
+    def _solve(self) -> None:
+        order = [op for op in self.root.walk()]
+        queue = deque(order)
+        queued = set(order)
+        while queue:
+            op = queue.popleft()
+            queued.discard(op)
+            for dependent in self._eval(op):
+                if dependent not in queued:
+                    queued.add(dependent)
+                    queue.append(dependent)
+
+    def _set(self, value: SSAValue, p: Placement, out: list[Operation]) -> None:
+        p = p | declared(value)
+        old = self.of.get(value)
+        new = p if old is None else old | p
+        if new == old:
+            return
+        self.of[value] = new
+        for use in value.uses:
+            user = use.operation
+            out.append(user)
+            if user.has_trait(IsTerminator) and (parent := user.parent_op()) is not None:
+                out.append(parent)  # region ops' results follow what their regions yield
+            if isinstance(user, LinkOp) and use.index < len(user.sent):
+                out.extend(self.receivers.get(user.sends[use.index], ()))
+
+    def _set_inner(self, op: Operation, p: Placement, out: list[Operation]) -> None:
+        if self.inner.get(op) == p:
+            return
+        self.inner[op] = p
+        for region in op.regions:
+            for block in region.blocks:
+                out.extend(block.ops)
+
+    def _eval(self, op: Operation) -> list[Operation]:
+        out: list[Operation] = []
+        if isinstance(op, func.FuncOp):
+            for arg in op.body.block.args if op.body.blocks else ():
+                self._set(arg, self.entry.get(arg, SPINE), out)
+            return out
+        if isinstance(op, ModuleOp | RelayOp):
+            return out
+        ctx = self.context(op)
+        if isinstance(op, ChipProgramOp):
+            block = op.body.block
+            for arg, value in zip(block.args, op.inputs, strict=True):
+                self._set(arg, self.placement(value), out)
+            finish = block.last_op
+            if finish is not None and len(finish.operands) == len(op.outputs):
+                for res, value in zip(op.outputs, finish.operands, strict=True):
+                    self._set(res, self.placement(value), out)
+            return out
+        if isinstance(op, SectionOp):
+            self._set_inner(op, ctx, out)
+            last = op.body.block.last_op
+            if last is not None and len(last.operands) == len(op.outs):
+                for res, value in zip(op.outs, last.operands, strict=True):
+                    self._set(res, self.placement(value), out)
+            return out
+        if isinstance(op, LinkOp):
+            for res, name in zip(op.received, op.receives, strict=True):
+                sent = join(self.placement(v) for v in self.sent.get(name, ()))
+                self._set(res, sent | ctx, out)
+            return out
+        if isinstance(op, AllReduceOp) or op in self.prov.fold_sums:
+            for res in op.results:  # the sum over every chip: the spine
+                self._set(res, ctx, out)
+            return out
+        if isinstance(op, UnshardOp):
+            parts = join(self.placement(v) for v in op.parts)
+            self._set(op.result, Placement(parts.chips, True) | ctx, out)
+            return out
+        inputs = join(self.placement(v) for v in op.operands) | ctx
+        if isinstance(op, func.CallOp):
+            for res, p in zip(op.res, self.prov.call(self, op), strict=True):
+                self._set(res, p | inputs, out)
+            return out
+        if op.regions:
+            self._set_inner(op, inputs, out)
+            yielded = inputs
+            for region in op.regions:
+                for block in region.blocks:
+                    last = block.last_op
+                    if last is not None and last.has_trait(IsTerminator):
+                        yielded = yielded | join(self.placement(v) for v in last.operands)
+            for region in op.regions:
+                for block in region.blocks:
+                    for arg in block.args:
+                        self._set(arg, yielded, out)
+            for res in op.results:
+                self._set(res, yielded, out)
+            return out
+        for res in op.results:
+            self._set(res, inputs, out)
+        return out
+
+
+class Provenance:
+    """Chip provenance of a whole module: every function (with its arguments as their types
+    state), every call context of every callee, every per-chip program.
+
+    ``placement(v)`` answers for the module as written; `solvers` lists it and each callee
+    context, which is what a checker walks; `opaque` holds what could not be seen through.
+    """
+
+    def __init__(self, module: ModuleOp) -> None:
+        self.module = module
+        self.n_chips = stated_chips(module) or 1
+        self.folds = list(find_folds(module))
+        valid = [f for f in self.folds if f.is_allreduce(self.n_chips)]
+        self.fold_sums: frozenset[Operation] = frozenset(f.ops[-1] for f in valid)
+        self.fold_of: dict[Operation, Fold] = {op: f for f in self.folds for op in f.ops}
+        # A valid fold's partial sums are spine-typed yet hold several chips' data; only the
+        # next add reads them (find_folds ends a chain at any other reader).
+        self.partial_sums: frozenset[SSAValue] = frozenset(
+            v for f in valid for op in f.ops[:-1] for v in {op.results[0], visible(op)}
+        )
+        self.opaque: dict[Operation, tuple[TpReject, str]] = {}
+        self._contexts: dict[tuple[func.FuncOp, tuple[Placement, ...]], Solver] = {}
+        self._active: set[func.FuncOp] = set()
+        for op in module.walk():
+            if (why := opacity(op)) is not None:
+                self.opaque[op] = why
+        self.top = Solver(self, module, self._declared_args(module))
+
+    @staticmethod
+    def _declared_args(module: ModuleOp) -> dict[BlockArgument, Placement]:
+        return {
+            arg: declared(arg)
+            for op in module.walk()
+            if isinstance(op, func.FuncOp) and op.body.blocks
+            for arg in op.body.block.args
+        }
+
+    def placement(self, value: SSAValue) -> Placement:
+        """The placement of ``value`` in the module as written."""
+        return self.top.placement(value)
+
+    @property
+    def solvers(self) -> list[Solver]:
+        """The module's solver, then one per callee call context, in the order found."""
+        return [self.top, *self._contexts.values()]
+
+    def call(self, caller: Solver, op: func.CallOp) -> list[Placement]:
+        """The placement of each result of ``op`` (its callee followed with these
+        arguments), or of all arguments joined when the callee cannot be followed."""
+        args = tuple(caller.placement(v) for v in op.arguments)
+        fallback = [join(args)] * len(op.res)
+        callee = SymbolTable.lookup_symbol(op, op.callee)
+        name = op.callee.string_value()
+        if not isinstance(callee, func.FuncOp) or callee.is_declaration:
+            self.opaque[op] = (
+                TpReject.OPAQUE_CALL,
+                f"calls @{name}, which has no body in the module to follow",
+            )
+            return fallback
+        if callee in self._active:
+            self.opaque[op] = (
+                TpReject.OPAQUE_CALL,
+                f"calls @{name} recursively: a recursion's placements cannot be followed",
+            )
+            return fallback
+        key = (callee, args)
+        if key not in self._contexts:
+            self._active.add(callee)
+            try:
+                entry = dict(zip(callee.body.block.args, args, strict=True))
+                self._contexts[key] = Solver(self, callee, entry)
+            finally:
+                self._active.discard(callee)
+        return self._contexts[key].returned(callee)
+
+    def chips(self, value: SSAValue) -> frozenset[int]:
+        """The chips ``value`` lives on or derives from (empty: the spine)."""
+        return self.placement(value).chips
+
+    def statement_chips(self, op: Operation) -> list[int]:
+        """The chips a statement runs on: those of what it binds (scalars included); every
+        chip for the spine, an all-reduce or a fold's add; a host store's parts' chips.
+        Raises MIXED_CHIPS when what it binds is on several chips."""
+        everywhere = list(range(self.n_chips))
+        if isinstance(op, AllReduceOp) or op in self.fold_of:
+            return everywhere
+        if isinstance(op, UnshardOp):
+            return sorted({c for p in op.parts for c in self.chips(p)})
+        chips = sorted({c for r in op.results for c in self.chips(r)})
+        if len(chips) > 1:
+            raise TpReject.MIXED_CHIPS.at(
+                op,
+                f"'{op.name}' binds %{value_name(op.results[0])} from data on chips "
+                f"{chips}: a statement runs on one chip's data (and the spine)",
+            )
+        return chips or everywhere
+
+
+def defining(value: SSAValue, prov: Solver | None = None) -> SSAValue:
+    """The value ``value`` stands for, seen through what only hands values on: a section's
+    result (its yielded value), a chip program's block argument (the program's operand) and,
+    given a solver, a received buffer (the value its sender sent under that name)."""
+    seen: set[SSAValue] = set()
+    while value not in seen:
+        seen.add(value)
+        owner = value.owner
+        if isinstance(owner, SectionOp):
+            last = owner.body.block.last_op
+            if last is None or value.index >= len(last.operands):  # type: ignore[attr-defined]
+                return value
+            value = last.operands[value.index]  # type: ignore[attr-defined]
+        elif isinstance(owner, Block) and isinstance(owner.parent_op(), ChipProgramOp):
+            program = owner.parent_op()
+            assert isinstance(program, ChipProgramOp)
+            value = program.inputs[value.index]  # type: ignore[attr-defined]
+        elif isinstance(owner, LinkOp) and prov is not None:
+            senders = prov.sent.get(owner.receives[value.index], [])  # type: ignore[attr-defined]
+            if len(senders) != 1:
+                return value
+            value = senders[0]
+        else:
+            return value
+    return value
+
+
+def shard_of(value: SSAValue, prov: Solver | None = None) -> ShardOp | None:
+    """The ``tp.shard`` ``value`` is, seen through sections, programs and links, if any."""
+    owner = defining(value, prov).owner
+    return owner if isinstance(owner, ShardOp) else None
