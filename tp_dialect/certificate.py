@@ -1,9 +1,10 @@
 """The shard-obligation certificate: tp-verify's stamp, bound to a digest of what it checked.
 
-The digest covers the program's dataflow and placement — every op's name, which earlier
-values it reads, the chips its values live on, tp ops' slices and sections' chips — so a pass
-that moves work between chips makes the certificate stale, while one that only renames
-values does not. ``tp-run`` warns on a missing or stale certificate.
+The digest covers everything the program computes and where — every op's name, which earlier
+values it reads, the types of every value it defines (arguments included; a chip is part of a
+type), every property and attribute (slices, sections' chips, algorithms) — so any change to
+what was checked makes the certificate stale, while renaming values does not. ``tp-run``
+warns on a missing or stale certificate.
 """
 
 from __future__ import annotations
@@ -11,30 +12,36 @@ from __future__ import annotations
 import hashlib
 
 from xdsl.dialects.builtin import DictionaryAttr, ModuleOp, StringAttr
-from xdsl.ir import SSAValue
-
-from tp_dialect.attrs import chip_of
-from tp_dialect.ops import AllReduceOp, SectionOp, ShardOp, TransferOp, UnshardOp
+from xdsl.ir import Attribute, SSAValue
 
 CERTIFICATE_ATTR = "tp.certificate"
 OBLIGATION = "shard-obligation"
 
 
 def digest(module: ModuleOp) -> str:
-    """A hash of ``module``'s dataflow and placement (not of names or printing)."""
+    """A hash of everything ``module`` computes and where: every op's name, which values it
+    reads, the types of what it defines (a chip encoding is part of a type, so moving an
+    argument or a value to another chip changes the digest), its properties and attributes.
+    Value names and printing do not count; the certificate itself does not either."""
     ids: dict[SSAValue, int] = {}
+    texts: dict[Attribute, str] = {}  # attributes are immutable: print each once
+
+    def text(attr: Attribute) -> str:
+        if (t := texts.get(attr)) is None:
+            t = texts[attr] = str(attr)
+        return t
+
     h = hashlib.sha256()
     for op in module.walk():
+        parts = [op.name, ",".join(str(ids.get(v, -1)) for v in op.operands)]
+        parts.append(",".join(text(r.type) for r in op.results))
         for region in op.regions:
             for block in region.blocks:
+                parts.append("^" + ",".join(text(a.type) for a in block.args))
                 for arg in block.args:
                     ids[arg] = len(ids)
-        parts = [op.name, ",".join(str(ids.get(v, -1)) for v in op.operands)]
-        parts.append(",".join(str(chip_of(r.type)) for r in op.results))
-        if isinstance(op, SectionOp):
-            parts.append(str(op.chip_list))
-        elif isinstance(op, ShardOp | UnshardOp | TransferOp | AllReduceOp):
-            parts.append(str(sorted((k, str(v)) for k, v in op.properties.items())))
+        named = (*op.properties.items(), *op.attributes.items())
+        parts += sorted(f"{k}={text(v)}" for k, v in named if k != CERTIFICATE_ATTR)
         h.update("|".join(parts).encode())
         h.update(b"\n")
         for r in op.results:

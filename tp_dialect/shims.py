@@ -284,9 +284,15 @@ class TensorParallelShim:
     def fits(self, work: Work) -> str | None:
         ops = members(work)
         if len(ops) > 1:
-            placed = [
-                frozenset(c for r in op.results for c in self.provenance.chips(r)) for op in ops
-            ]
+            if any(isinstance(op, UnshardOp) for op in ops):
+                return "it would hold a host store: the host stores chip outputs, no chip does"
+            if any(isinstance(op, AllReduceOp) or op in self.provenance.fold_of for op in ops):
+                return (
+                    "it would hold a collective's fold: the all-reduce over every chip would "
+                    "be lowered as a sum on the spine"
+                )
+            chips_of = self.provenance.chips
+            placed = [frozenset(c for r in op.results for c in chips_of(r)) for op in ops]
             owned = sorted(set().union(*placed))
             if len(owned) > 1:
                 return f"it would fuse work of chips {owned}: a fused op runs on one chip"
@@ -294,13 +300,6 @@ class TensorParallelShim:
                 return (
                     f"it would fuse chip {owned[0]}'s work with the spine's: a fused op runs "
                     "where what it binds lives, and the spine lives on every chip"
-                )
-            if any(isinstance(op, UnshardOp) for op in ops):
-                return "it would hold a host store: the host stores chip outputs, no chip does"
-            if any(isinstance(op, AllReduceOp) or op in self.provenance.fold_of for op in ops):
-                return (
-                    "it would hold a collective's fold: the all-reduce over every chip would "
-                    "be lowered as a sum on the spine"
                 )
         return self.base.fits(work)
 

@@ -15,18 +15,66 @@
 // CHECK-NEXT: } : tensor<4xf32, #tp.chip<0>>
 // CHECK:      %b1 = tp.section "b1" on [1] {
 // CHECK-NEXT:   %c1 = linalg.add
-// A fusion across two chips is refused: %c1 (bound on chip 1) reads chip 0's %b0.
-// REPORT: tp-fuse: did not fuse %c1 into the section ending at %b0: it would fuse tensors of chips [0, 1]: a fused op runs on one chip [tp(sn40l:bf16)]
 // BADSHIM: error: tp-fuse: no shim 'tpu' (known: reference, sn40l, sn40l-int8)
 builtin.module attributes {tp.chips = 2 : i64} {
   func.func @chains(%x0: tensor<4xf32, #tp.chip<0>>, %x1: tensor<4xf32, #tp.chip<1>>) -> (tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<1>>) {
     %e1 = tensor.empty() : tensor<4xf32, #tp.chip<1>>
     %a0 = arith.mulf %x0, %x0 : tensor<4xf32, #tp.chip<0>>
     %b0 = arith.addf %a0, %x0 : tensor<4xf32, #tp.chip<0>>
-    %c1 = linalg.add ins(%b0, %x1 : tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<1>>) outs(%e1 : tensor<4xf32, #tp.chip<1>>) -> tensor<4xf32, #tp.chip<1>>
+    %c1 = linalg.add ins(%x1, %x1 : tensor<4xf32, #tp.chip<1>>, tensor<4xf32, #tp.chip<1>>) outs(%e1 : tensor<4xf32, #tp.chip<1>>) -> tensor<4xf32, #tp.chip<1>>
     %a1 = arith.mulf %c1, %c1 : tensor<4xf32, #tp.chip<1>>
     %b1 = arith.addf %a1, %x1 : tensor<4xf32, #tp.chip<1>>
     func.return %b0, %b1 : tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<1>>
+  }
+}
+
+// -----
+// A fusion across two chips is refused: %c1 reads chip 0's %b0 (a program tp-verify refuses
+// as mixed-chips; the shim refuses to fuse it all the same).
+// CHECK-LABEL: func.func @across_chips
+// CHECK:      %b0 = tp.section "b0" on [0]
+// CHECK-NEXT:   arith.mulf
+// CHECK-NEXT:   arith.addf
+// CHECK-NEXT:   tp.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: %c1 = linalg.add
+// REPORT: tp-fuse: did not fuse %c1 into the section ending at %b0: it would fuse work of chips [0, 1]: a fused op runs on one chip [tp(sn40l:bf16)]
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @across_chips(%x0: tensor<4xf32, #tp.chip<0>>, %x1: tensor<4xf32, #tp.chip<1>>) -> tensor<4xf32, #tp.chip<1>> {
+    %e1 = tensor.empty() : tensor<4xf32, #tp.chip<1>>
+    %a0 = arith.mulf %x0, %x0 : tensor<4xf32, #tp.chip<0>>
+    %b0 = arith.addf %a0, %x0 : tensor<4xf32, #tp.chip<0>>
+    %c1 = linalg.add ins(%b0, %x1 : tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<1>>) outs(%e1 : tensor<4xf32, #tp.chip<1>>) -> tensor<4xf32, #tp.chip<1>>
+    func.return %c1 : tensor<4xf32, #tp.chip<1>>
+  }
+}
+
+// -----
+// A spine scalar (the cache position) is not fused with chip 0's in-place cache write: the
+// section would run on chip 0 alone, and chip 1, which needs the position too, could not
+// read it (scalars do not cross chips).
+// CHECK-LABEL: func.func @position_then_cache_write
+// CHECK-NOT:  tp.section
+// REPORT: tp-fuse: did not fuse %k0_new into the section ending at %pos: it would fuse chip 0's work with the spine's: a fused op runs where what it binds lives, and the spine lives on every chip [tp(sn40l:bf16)]
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @position_then_cache_write(%n: i64, %r0: tensor<1x8xf32, #tp.chip<0>>, %k0: tensor<16x8xf32, #tp.chip<0>>) -> tensor<16x8xf32, #tp.chip<0>> {
+    %pos = arith.index_cast %n : i64 to index
+    %k0_new = tensor.insert_slice %r0 into %k0[%pos, 0] [1, 8] [1, 1] : tensor<1x8xf32, #tp.chip<0>> into tensor<16x8xf32, #tp.chip<0>>
+    func.return %k0_new : tensor<16x8xf32, #tp.chip<0>>
+  }
+}
+
+// -----
+// A position read from chip 0's own data is chip 0's work: it fuses with chip 0's write.
+// CHECK-LABEL: func.func @chip_position_then_cache_write
+// CHECK:      %k0_new = tp.section "k0_new" on [0] {
+// CHECK-NEXT:   %i = tensor.extract %idx0
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @chip_position_then_cache_write(%idx0: tensor<1xindex, #tp.chip<0>>, %r0: tensor<1x8xf32, #tp.chip<0>>, %k0: tensor<16x8xf32, #tp.chip<0>>) -> tensor<16x8xf32, #tp.chip<0>> {
+    %c0 = arith.constant 0 : index
+    %i = tensor.extract %idx0[%c0] : tensor<1xindex, #tp.chip<0>>
+    %k0_new = tensor.insert_slice %r0 into %k0[%i, 0] [1, 8] [1, 1] : tensor<1x8xf32, #tp.chip<0>> into tensor<16x8xf32, #tp.chip<0>>
+    func.return %k0_new : tensor<16x8xf32, #tp.chip<0>>
   }
 }
 
@@ -35,7 +83,7 @@ builtin.module attributes {tp.chips = 2 : i64} {
 // spine or the spine's onto one chip.
 // CHECK-LABEL: func.func @spine_then_chip
 // CHECK-NOT:  tp.section
-// REPORT: tp-fuse: did not fuse %c into the section ending at %s: it would fuse chip 0's tensors with the spine: a fused op runs where what it binds lives [tp(sn40l:bf16)]
+// REPORT: tp-fuse: did not fuse %c into the section ending at %s: it would fuse chip 0's work with the spine's: a fused op runs where what it binds lives, and the spine lives on every chip [tp(sn40l:bf16)]
 builtin.module attributes {tp.chips = 2 : i64} {
   func.func @spine_then_chip(%x: tensor<4xf32>) -> tensor<4xf32, #tp.chip<0>> {
     %e0 = tensor.empty() : tensor<4xf32, #tp.chip<0>>

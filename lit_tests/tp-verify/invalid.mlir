@@ -95,3 +95,36 @@ builtin.module attributes {tp.chips = 2 : i64} {
     func.return
   }
 }
+
+// -----
+// A fold's partial sum read by anything but the next add: %s1 lacks chip 2's partial.
+builtin.module attributes {tp.chips = 3 : i64} {
+  func.func @escape(%p0: tensor<4xf32, #tp.chip<0>>, %p1: tensor<4xf32, #tp.chip<1>>, %p2: tensor<4xf32, #tp.chip<2>>) -> (tensor<4xf32>, tensor<4xf32>) {
+    %e = tensor.empty() : tensor<4xf32>
+// CHECK-LABEL: error: fold of adds: the partial sum %s1 of chips [0, 1] is also read by 'arith.mulf', which sees a sum missing chip 2: only the next add of a fold may read its partial sums [fold-not-allreduce]
+// CHECK-NEXT: %s1 = linalg.add ins(%p0, %p1
+    %s1 = linalg.add ins(%p0, %p1 : tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<1>>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+    %s = linalg.add ins(%s1, %p2 : tensor<4xf32>, tensor<4xf32, #tp.chip<2>>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+    %m = arith.mulf %s1, %s1 : tensor<4xf32>
+    func.return %s, %m : tensor<4xf32>, tensor<4xf32>
+  }
+}
+
+// -----
+// The same escape inside one section, where the partial sum is yielded and also read.
+builtin.module attributes {tp.chips = 3 : i64} {
+  func.func @escape_in_section(%p0: tensor<4xf32, #tp.chip<0>>, %p1: tensor<4xf32, #tp.chip<1>>, %p2: tensor<4xf32, #tp.chip<2>>) -> (tensor<4xf32>, tensor<4xf32>) {
+    %e = tensor.empty() : tensor<4xf32>
+    %s1, %m = tp.section "s1" on [0, 1, 2] {
+// CHECK-LABEL: error: fold of adds: the partial sum %s1 of chips [0, 1] is also read by 'arith.mulf', which sees a sum missing chip 2: only the next add of a fold may read its partial sums [fold-not-allreduce]
+      %a = linalg.add ins(%p0, %p1 : tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<1>>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+      %b = arith.mulf %a, %a : tensor<4xf32>
+      tp.yield %a, %b : tensor<4xf32>, tensor<4xf32>
+    } : tensor<4xf32>, tensor<4xf32>
+    %s = tp.section "s" on [0, 1, 2] {
+      %c = linalg.add ins(%s1, %p2 : tensor<4xf32>, tensor<4xf32, #tp.chip<2>>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+      tp.yield %c : tensor<4xf32>
+    } : tensor<4xf32>
+    func.return %s, %m : tensor<4xf32>, tensor<4xf32>
+  }
+}

@@ -45,9 +45,9 @@ class Fold:
         return tuple(chip_of(p.type) for p in self.partials)
 
     def is_allreduce(self, n_chips: int) -> bool:
-        """One partial per chip of the grid, each on its chip, in chip order; no partial sum
-        read by anything but the next add."""
-        return self.escape is None and self.chips == tuple(range(n_chips))
+        """One partial per chip of the grid, each on its chip, in chip order (a partial sum
+        read by anything but the next add ends the chain short of that)."""
+        return self.chips == tuple(range(n_chips))
 
     def refusal(self, n_chips: int) -> TpDiagnostic:
         """Why this fold is not an all-reduce over ``n_chips`` chips, located at its last add."""
@@ -60,12 +60,15 @@ class Fold:
                 f"fold of adds into {name} adds spine value %{value_name(spine[0])} to chip "
                 "partials: an all-reduce sums one partial per chip and nothing else",
             )
-        if self.escape is not None and chips == tuple(range(len(chips))):
+        complete_so_far = chips == tuple(range(len(chips)))
+        if self.escape is not None and complete_so_far and len(chips) < n_chips:
+            first, last = len(chips), n_chips - 1
+            lacks = f"chip {first}" if first == last else f"chips {first}..{last}"
             return TpReject.FOLD_NOT_ALLREDUCE.at(
                 self.ops[-1],
                 f"fold of adds: the partial sum {name} of chips {list(chips)} is also read by "
-                f"'{self.escape.name}', which sees a sum missing chips {len(chips)}.."
-                f"{n_chips - 1}: only the next add of a fold may read its partial sums",
+                f"'{self.escape.name}', which sees a sum missing {lacks}: only the next add "
+                "of a fold may read its partial sums",
             )
         missing = sorted(set(range(n_chips)) - set(chips))
         repeated = sorted({c for c in chips if chips.count(c) > 1})

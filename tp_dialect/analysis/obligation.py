@@ -17,16 +17,17 @@ A module meets it when, with every value's `Placement` (analysis/provenance.py):
 - an all-reduce whose partials are contractions over ``tp.shard`` slices of one weight sums
   slices that are disjoint and cover the contracted axis.
 
-`check_obligation` raises the first violation, in program order (an op before the contents of
-its regions), as a `TpReject` diagnostic naming the op, the value and the chip.
+`check_obligation` raises the first violation, in program order (the contents of a region
+before the op holding it), as a `TpReject` diagnostic naming the op, the value and the chip.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
-from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects import func, scf
+from xdsl.dialects.builtin import ModuleOp, TensorType, UnregisteredOp
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.linalg.attrs import IteratorType
 from xdsl.ir import Block, Operation, SSAValue
@@ -36,7 +37,15 @@ from tp_dialect.analysis.provenance import Provenance, Solver, defining, shard_o
 from tp_dialect.analysis.touch import captured
 from tp_dialect.attrs import chip_of
 from tp_dialect.names import value_name
-from tp_dialect.ops import AllReduceOp, BarrierOp, SectionOp, TransferOp, UnshardOp, YieldOp
+from tp_dialect.ops import (
+    AllReduceOp,
+    BarrierOp,
+    SectionOp,
+    ShardOp,
+    TransferOp,
+    UnshardOp,
+    YieldOp,
+)
 from tp_dialect.program_ops import ChipProgramOp, FinishOp, LinkOp, RelayOp
 from tp_dialect.reject import TpReject
 
@@ -53,7 +62,7 @@ def check_obligation(module: ModuleOp) -> Provenance:
         op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data not in called
     }
     for solver in prov.solvers:
-        for op in solver.root.walk():
+        for op in solver.root.walk(region_first=True):
             _check_op(prov, solver, op, entries)
     for op in module.walk():
         if isinstance(op, AllReduceOp):
@@ -64,17 +73,20 @@ def check_obligation(module: ModuleOp) -> Provenance:
 
 
 def _check_op(prov: Provenance, solver: Solver, op: Operation, entries: set[func.FuncOp]) -> None:
-    if op.parent_op() in prov.fold_of:
-        return  # a fold add's own body: the fold is judged whole, at its adds
+    parent = op.parent_op()
+    if isinstance(parent, linalg.LinalgStructuredOperation) and not isinstance(
+        parent, linalg.GenericOp
+    ):
+        return  # a named op's implied body: the op itself is judged, as it is written
     if (why := prov.opaque.get(op)) is not None:
         reason, what = why
         raise reason.at(
-            op, f"'{op.name}' {what}: the shard obligation cannot be checked through it"
+            op, f"'{_op_name(op)}' {what}: the shard obligation cannot be checked through it"
         )
     fold = prov.fold_of.get(op)
     if fold is not None and not fold.is_allreduce(prov.n_chips):
         raise fold.refusal(prov.n_chips)
-    if not isinstance(op, func.ReturnOp | YieldOp):
+    if not isinstance(op, func.ReturnOp | YieldOp | scf.YieldOp):  # they only hand it on
         for v in op.operands:
             if solver.placement(v).host:
                 raise TpReject.HOST_STORE_USED.at(
@@ -88,7 +100,7 @@ def _check_op(prov: Provenance, solver: Solver, op: Operation, entries: set[func
     if isinstance(op, func.ReturnOp) and op.parent_op() in entries:
         for i, v in enumerate(op.operands):
             p = solver.placement(v)
-            if p.chips and not p.host:
+            if p.chips:
                 chip = min(p.chips)
                 raise TpReject.CHIP_RESULT.at(
                     op,
@@ -98,15 +110,6 @@ def _check_op(prov: Provenance, solver: Solver, op: Operation, entries: set[func
                 )
 
 
-def _defined(op: Operation) -> Iterator[SSAValue]:
-    """The values ``op`` defines: its results, and its regions' block arguments."""
-    yield from op.results
-    if not isinstance(op, func.FuncOp | ChipProgramOp | ModuleOp):
-        for region in op.regions:
-            for block in region.blocks:
-                yield from block.args
-
-
 def _check_values(prov: Provenance, solver: Solver, op: Operation) -> None:
     if isinstance(op, SectionOp | ChipProgramOp | ModuleOp | func.FuncOp | RelayOp | UnshardOp):
         # A host store's result is a host output; the others hand on what their bodies
@@ -114,7 +117,7 @@ def _check_values(prov: Provenance, solver: Solver, op: Operation) -> None:
         return
     if op in prov.fold_of:
         return  # a valid fold (an invalid one is refused before): its sums are sanctioned
-    for v in _defined(op):
+    for v in op.results:  # a region's block arguments never hold more than its results
         chips = solver.placement(v).chips
         owner = chip_of(v.type)
         if owner is not None:
@@ -132,6 +135,10 @@ def _check_values(prov: Provenance, solver: Solver, op: Operation) -> None:
         elif len(chips) > 1:
             a, b = sorted(chips)[:2]
             raise TpReject.MIXED_CHIPS.at(op, _mixed(op, solver, a, b, v))
+
+
+def _op_name(op: Operation) -> str:
+    return op.op_name.data if isinstance(op, UnregisteredOp) else op.name
 
 
 def _mixed(op: Operation, solver: Solver, a: int, b: int, v: SSAValue) -> str:
@@ -162,18 +169,30 @@ def _witness(op: Operation, solver: Solver, chip: int, default: str | None = Non
     operand of a region op it is nested in (control dependence)."""
     for v in op.operands:
         if chip in solver.placement(v).chips:
-            return _describe(v, chip)
+            return _origin(v, solver, chip)
     for inner in op.walk():
         for v in inner.operands if inner is not op else ():
             if not _inside(v, op) and chip in solver.placement(v).chips:
-                return f"{_describe(v, chip)}, read inside its region"
+                return f"{_origin(v, solver, chip)}, read inside its region"
     parent = op.parent_op()
     while parent is not None and not isinstance(parent, SectionOp | ChipProgramOp | func.FuncOp):
         for v in parent.operands:
             if chip in solver.placement(v).chips:
-                return f"{_describe(v, chip)}, an operand of the enclosing '{parent.name}'"
+                return f"{_origin(v, solver, chip)}, an operand of the enclosing '{parent.name}'"
         parent = parent.parent_op()
     return default or f"chip {chip}'s data"
+
+
+def _origin(v: SSAValue, solver: Solver, chip: int) -> str:
+    """``v`` described; a region's block argument traced to the region op's operand that
+    brings ``chip``'s data in (a loop's bound, rather than its iteration argument)."""
+    owner = v.owner
+    region_op = owner.parent_op() if isinstance(owner, Block) else None
+    if region_op is not None and not isinstance(region_op, SectionOp | ChipProgramOp | func.FuncOp):
+        for u in region_op.operands:
+            if chip in solver.placement(u).chips:
+                return f"{_describe(v, chip)} through '{region_op.name}' from {_describe(u, chip)}"
+    return _describe(v, chip)
 
 
 def _where(op: Operation) -> tuple[str, tuple[int, ...]] | None:
@@ -216,19 +235,29 @@ def _check_scalars_read(section: SectionOp) -> None:
             raise TpReject.SECTION_CHIP.at(
                 section,
                 f"%{value_name(v)} is computed by a section on chips {list(owner.chip_list)}, "
-                f"but this section also runs on chip {missing[0]}: a scalar does not cross "
-                "chips, so it is computed wherever it is read",
+                f"but is read on chip {missing[0]}: a scalar does not cross chips, so it is "
+                "computed wherever it is read",
             )
 
 
 # -- sums over slices that cover ------------------------------------------------------------
 
 
-def _contracted_slices(
-    partial: SSAValue, solver: Solver
-) -> Iterator[tuple[SSAValue, int, int, list[tuple[int, int]]]]:
-    """(weight, axis, axis size, ranges) for each ``tp.shard`` operand of the contraction
-    computing ``partial``, per axis of the weight that the contraction sums over: the
+@dataclass(frozen=True)
+class ContractedSlice:
+    """A ``tp.shard`` that a partial's contraction reads, on one axis the contraction sums:
+    the ranges of ``weight``'s ``axis`` (of ``size``) that the partial covers."""
+
+    shard: ShardOp
+    weight: SSAValue
+    axis: int
+    size: int
+    ranges: list[tuple[int, int]]
+
+
+def contracted_slices(partial: SSAValue, solver: Solver) -> Iterator[ContractedSlice]:
+    """For each ``tp.shard`` operand of the contraction computing ``partial`` (seen through
+    sections, programs and links) and each axis of its weight that the contraction sums: the
     slice's ranges on its cut axis, the whole axis on any other."""
     op = defining(partial, solver).owner
     if not isinstance(op, linalg.GenericOp):
@@ -248,7 +277,7 @@ def _contracted_slices(
             if isinstance(expr, AffineDimExpr) and expr.position in reduced:
                 size = sl.full_shape[axis]
                 ranges = sl.ranges if axis == sl.axis_index else [(0, size)]
-                yield weight, axis, size, ranges
+                yield ContractedSlice(shard, weight, axis, size, ranges)
 
 
 def check_coverage(partials: Sequence[SSAValue], at: Operation, solver: Solver) -> None:
@@ -258,10 +287,10 @@ def check_coverage(partials: Sequence[SSAValue], at: Operation, solver: Solver) 
     held: dict[tuple[SSAValue, int], list[tuple[int, int, int]]] = {}  # (start, end, chip)
     sizes: dict[tuple[SSAValue, int], int] = {}
     for chip, partial in enumerate(partials):
-        for weight, axis, size, ranges in _contracted_slices(partial, solver):
-            key = (weight, axis)
-            sizes[key] = size
-            held.setdefault(key, []).extend((s, s + n, chip) for s, n in ranges)
+        for cut in contracted_slices(partial, solver):
+            key = (cut.weight, cut.axis)
+            sizes[key] = cut.size
+            held.setdefault(key, []).extend((s, s + n, chip) for s, n in cut.ranges)
     for (weight, axis), spans in held.items():
         what = f"axis {axis} of %{value_name(weight)}"
         spans.sort()

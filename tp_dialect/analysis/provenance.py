@@ -87,6 +87,7 @@ _VALUE_OPS = frozenset(
         "bufferization.to_memref",
         "func.return",
         "builtin.unrealized_conversion_cast",
+        "vector.transfer_read",  # reads its source, writes nothing
     }
 )
 _CONTAINERS = (ModuleOp, func.FuncOp, ChipProgramOp, RelayOp)
@@ -228,8 +229,9 @@ class Solver:
                 self._set(res, ctx, out)
             return out
         if isinstance(op, UnshardOp):
-            parts = join(self.placement(v) for v in op.parts)
-            self._set(op.result, Placement(parts.chips, True) | ctx, out)
+            # Like an all-reduce's sum, the host's store of every chip's slice is sanctioned:
+            # it holds no chip's data as the spine sees it, but it may only be returned.
+            self._set(op.result, HOST | ctx, out)
             return out
         inputs = join(self.placement(v) for v in op.operands) | ctx
         if isinstance(op, func.CallOp):

@@ -1,0 +1,440 @@
+"""Leak injection: mutations that break the shard obligation, applied to any tp module.
+
+Each mutator changes a module in place at a place chosen by a ``random.Random`` and returns a
+one-line description of what it broke, or None when the module offers no place for it. Every
+mutation keeps the IR well typed (the op verifiers still pass, so it is tp-verify that must
+see the leak) and makes the program unsound in one of the ways the certificate promises to
+exclude:
+
+* ``swap-partial`` — an all-reduce or fold sums another chip's value in place of a partial;
+* ``drop-partial`` — a fold skips one chip's partial; an all-reduce over contractions of a
+  weight's slices on two or more chips gets one chip's partial replaced by an empty tensor
+  (its slice is not summed);
+* ``chip-scalar`` — a scalar read out of a chip's tensor is written into a spine tensor
+  (splat, fill, insert), which then flows on;
+* ``capture`` — a region computing a spine value reads a chip's tensor captured from above
+  (a ``linalg.generic`` body, or an ``scf.execute_region``);
+* ``wrap-if`` / ``wrap-for`` — the chip-scalar leak inside ``scf.if`` / ``scf.for``, or a chip
+  scalar used as the condition / loop bound of a region yielding spine values;
+* ``cast`` — chip data laundered to the spine through ``builtin.unrealized_conversion_cast`` or
+  a memref (``bufferization.to_buffer`` / ``to_tensor``);
+* ``overlap-slices`` — two chips' slices of a row-split weight made the same;
+* ``move-argument`` — a spine argument of the entry function moved onto a chip.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+
+from xdsl.dialects import arith, bufferization, func, scf, tensor
+from xdsl.dialects.builtin import (
+    Float32Type,
+    FunctionType,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    TensorType,
+    UnrealizedConversionCastOp,
+    i1,
+    i64,
+)
+from xdsl.dialects.linalg import ops as linalg
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.rewriter import Rewriter
+from xdsl.traits import IsolatedFromAbove, IsTerminator
+
+from tp_dialect.analysis.folds import find_folds
+from tp_dialect.analysis.obligation import contracted_slices
+from tp_dialect.analysis.provenance import Provenance, defining
+from tp_dialect.attrs import chip_of, on_chip
+from tp_dialect.grid import stated_chips
+from tp_dialect.ops import AllReduceOp, ShardOp, UnshardOp
+from tp_dialect.program_ops import ChipProgramOp
+from tp_dialect.signature import entry_function
+
+Mutator = Callable[[ModuleOp, random.Random], str | None]
+
+
+# -- where values are visible --------------------------------------------------------------
+
+
+def _is_f32_tensor(v: SSAValue) -> bool:
+    t = v.type
+    return (
+        isinstance(t, TensorType)
+        and isinstance(t.element_type, Float32Type)
+        and all(d > 0 for d in t.get_shape())
+    )
+
+
+def visible_at(anchor: Operation) -> list[SSAValue]:
+    """Values an op inserted right after ``anchor`` may read: results of earlier ops of its
+    block (and ``anchor``'s own), block arguments, and the same in enclosing blocks, up to
+    an op isolated from above (a function, a chip program)."""
+    out: list[SSAValue] = []
+    op: Operation | None = anchor
+    while op is not None:
+        block = op.parent_block()
+        if block is None:
+            break
+        out.extend(block.args)
+        for earlier in block.ops:
+            out.extend(earlier.results)
+            if earlier is op:
+                break
+        parent = block.parent_op()
+        if parent is None or parent.has_trait(IsolatedFromAbove):
+            break
+        op = parent
+    return out
+
+
+def _statement_sites(module: ModuleOp) -> list[tuple[Operation, SSAValue]]:
+    """(op, its spine f32 tensor result) for ops a leak can follow: not terminators, not in a
+    linalg body, not host stores; only those with a chip tensor visible to them."""
+    sites = []
+    for op in module.walk():
+        parent = op.parent_op()
+        if op.has_trait(IsTerminator) or isinstance(parent, linalg.LinalgStructuredOperation):
+            continue
+        if isinstance(op, UnshardOp | func.FuncOp | ModuleOp):
+            continue
+        for r in op.results:
+            if _is_f32_tensor(r) and chip_of(r.type) is None:
+                sites.append((op, r))
+                break
+    return sites
+
+
+def _chip_values(anchor: Operation, chip: int | None = None) -> list[SSAValue]:
+    return [
+        v
+        for v in visible_at(anchor)
+        if _is_f32_tensor(v)
+        and chip_of(v.type) is not None
+        and (chip is None or chip_of(v.type) == chip)
+    ]
+
+
+def _site(module: ModuleOp, rng: random.Random) -> tuple[Operation, SSAValue, SSAValue] | None:
+    """A spine value to leak into and a chip tensor visible there."""
+    sites = [(op, r) for op, r in _statement_sites(module) if _chip_values(op)]
+    if not sites:
+        return None
+    op, r = rng.choice(sites)
+    return op, r, rng.choice(_chip_values(op))
+
+
+def _insert_after(anchor: Operation, ops: list[Operation]) -> None:
+    block = anchor.parent_block()
+    assert block is not None
+    block.insert_ops_after(ops, anchor)
+
+
+def _follow(old: SSAValue, new: SSAValue, inserted: list[Operation]) -> None:
+    """Later readers of ``old`` read ``new`` instead (the leak flows on)."""
+    mine = set()
+    for op in inserted:
+        mine.update(op.walk())
+    old.replace_uses_with_if(new, lambda use: use.operation not in mine)
+
+
+def _index(value: int = 0) -> arith.ConstantOp:
+    return arith.ConstantOp(IntegerAttr(value, IndexType()))
+
+
+def _scalar_of(v: SSAValue) -> tuple[list[Operation], SSAValue]:
+    """Ops reading the first element of tensor ``v``, and that scalar."""
+    assert isinstance(v.type, TensorType)
+    c0 = _index()
+    ext = tensor.ExtractOp(v, [c0.result] * len(v.type.get_shape()), v.type.element_type)
+    return [c0, ext], ext.result
+
+
+def _into_spine(s: SSAValue, r: SSAValue, rng: random.Random) -> tuple[list[Operation], SSAValue]:
+    """Ops writing scalar ``s`` into spine tensor ``r``'s shape and adding it to ``r``."""
+    assert isinstance(r.type, TensorType)
+    form = rng.choice(["splat", "fill", "insert"])
+    if form == "insert":
+        c0 = _index()
+        ins = tensor.InsertOp(s, r, [c0.result] * len(r.type.get_shape()))
+        return [c0, ins], ins.result
+    if form == "splat":
+        spread: Operation = tensor.SplatOp(s, [], r.type)
+    else:
+        spread = linalg.FillOp([s], [r], [r.type])
+    add = arith.AddfOp(r, spread.results[0])
+    return [spread, add], add.result
+
+
+# -- the mutators --------------------------------------------------------------------------
+
+
+def chip_scalar(module: ModuleOp, rng: random.Random) -> str | None:
+    site = _site(module, rng)
+    if site is None:
+        return None
+    anchor, r, v = site
+    read, s = _scalar_of(v)
+    write, r2 = _into_spine(s, r, rng)
+    _insert_after(anchor, read + write)
+    _follow(r, r2, read + write)
+    return f"a scalar of chip {chip_of(v.type)}'s %{v.name_hint} written into spine %{r.name_hint}"
+
+
+def capture(module: ModuleOp, rng: random.Random) -> str | None:
+    generics = [
+        g
+        for g in module.walk()
+        if isinstance(g, linalg.GenericOp)
+        and g.res
+        and chip_of(g.res[0].type) is None
+        and isinstance(g.body.block.last_op, linalg.YieldOp)
+        and isinstance(g.body.block.last_op.operands[0].type, Float32Type)
+        and _chip_values(g)
+    ]
+    if generics and rng.random() < 0.6:
+        g = rng.choice(generics)
+        v = rng.choice(_chip_values(g))
+        yield_op = g.body.block.last_op
+        assert yield_op is not None
+        read, s = _scalar_of(v)
+        add = arith.AddfOp(yield_op.operands[0], s)
+        g.body.block.insert_ops_before([*read, add], yield_op)
+        yield_op.operands = [add.result, *yield_op.operands[1:]]
+        return f"linalg.generic body captures chip {chip_of(v.type)}'s %{v.name_hint}"
+    site = _site(module, rng)
+    if site is None:
+        return None
+    anchor, r, v = site
+    read, s = _scalar_of(v)
+    write, r2 = _into_spine(s, r, rng)
+    region = scf.ExecuteRegionOp([r.type], Region(Block([*read, *write, scf.YieldOp(r2)])))
+    _insert_after(anchor, [region])
+    _follow(r, region.results[0], [region])
+    return f"scf.execute_region captures chip {chip_of(v.type)}'s %{v.name_hint}"
+
+
+def wrap_if(module: ModuleOp, rng: random.Random) -> str | None:
+    site = _site(module, rng)
+    if site is None:
+        return None
+    anchor, r, v = site
+    read, s = _scalar_of(v)
+    if rng.random() < 0.5:  # the leak inside the branch of a spine condition
+        cond = arith.ConstantOp(IntegerAttr(1, i1))
+        write, r2 = _into_spine(s, r, rng)
+        then = [*write, scf.YieldOp(r2)]
+        pre = [*read, cond]
+        what = "inside scf.if"
+    else:  # a chip condition choosing between spine values
+        cond = arith.CmpfOp(s, s, "oeq")
+        then = [scf.YieldOp(r)]
+        pre = [*read, cond]
+        what = "as the condition of scf.if"
+    if_op = scf.IfOp(cond, [r.type], then, [scf.YieldOp(r)])
+    _insert_after(anchor, [*pre, if_op])
+    _follow(r, if_op.results[0], [*pre, if_op])
+    return f"chip {chip_of(v.type)}'s scalar {what}"
+
+
+def wrap_for(module: ModuleOp, rng: random.Random) -> str | None:
+    site = _site(module, rng)
+    if site is None:
+        return None
+    anchor, r, v = site
+    read, s = _scalar_of(v)
+    c0, c1 = _index(0), _index(1)
+    pre: list[Operation] = [*read, c0, c1]
+    body = Block(arg_types=[IndexType(), r.type])
+    acc = body.args[1]
+    if rng.random() < 0.5:  # the leak inside the loop body
+        write, r2 = _into_spine(s, acc, rng)
+        body.add_ops([*write, scf.YieldOp(r2)])
+        ub: SSAValue = c1.result
+        what = "inside scf.for"
+    else:  # a chip scalar as the loop bound
+        as_int = arith.FPToSIOp(s, i64)
+        bound = arith.IndexCastOp(as_int.result, IndexType())
+        pre += [as_int, bound]
+        ub = bound.result
+        body.add_ops([scf.YieldOp(acc)])
+        what = "as the bound of scf.for"
+    loop = scf.ForOp(c0.result, ub, c1.result, [r], body)
+    _insert_after(anchor, [*pre, loop])
+    _follow(r, loop.results[0], [*pre, loop])
+    return f"chip {chip_of(v.type)}'s scalar {what}"
+
+
+def cast(module: ModuleOp, rng: random.Random) -> str | None:
+    site = _site(module, rng)
+    if site is None:
+        return None
+    anchor, r, v = site
+    assert isinstance(v.type, TensorType)
+    spine_t = on_chip(v.type, None)
+    if rng.random() < 0.5:
+        laundered: list[Operation] = [UnrealizedConversionCastOp.get([v], [spine_t])]
+        how = "builtin.unrealized_conversion_cast"
+    else:
+        mem = bufferization.ToBufferOp.build(
+            operands=[v], result_types=[MemRefType(v.type.element_type, v.type.get_shape())]
+        )
+        laundered = [mem, bufferization.ToTensorOp(mem.results[0], restrict=True)]
+        how = "a memref"
+    clean = laundered[-1].results[0]
+    read, s = _scalar_of(clean)
+    write, r2 = _into_spine(s, r, rng)
+    ops = [*laundered, *read, *write]
+    _insert_after(anchor, ops)
+    _follow(r, r2, ops)
+    return f"chip {chip_of(v.type)}'s %{v.name_hint} laundered through {how}"
+
+
+def _collectives(module: ModuleOp) -> Iterator[tuple[Operation, list[SSAValue]]]:
+    n = stated_chips(module) or 1
+    for op in module.walk():
+        if isinstance(op, AllReduceOp):
+            yield op, list(op.partials)
+    for fold in find_folds(module):
+        if fold.is_allreduce(n):
+            yield fold.ops[-1], list(fold.partials)
+
+
+def swap_partial(module: ModuleOp, rng: random.Random) -> str | None:
+    options = []
+    for op, partials in _collectives(module):
+        for c, p in enumerate(partials):
+            others = [
+                v
+                for v in _chip_values(op)
+                if chip_of(v.type) != c and v.type.get_shape() == p.type.get_shape()
+            ]  # type: ignore[attr-defined]
+            if others:
+                options.append((op, c, p, others))
+    if not options:
+        return None
+    op, c, p, others = rng.choice(options)
+    w = rng.choice(others)
+    if isinstance(op, AllReduceOp):
+        # Keep the all-reduce well typed: the other chip's value cast to partial c's type.
+        conv = UnrealizedConversionCastOp.get([w], [p.type])
+        block = op.parent_block()
+        assert block is not None
+        block.insert_op_before(conv, op)
+        op.operands = [conv.results[0] if i == c else x for i, x in enumerate(op.operands)]
+    else:
+        fold = next(f for f in find_folds(module) if f.ops[-1] is op)
+        holder = fold.ops[0] if c == 0 else fold.ops[c - 1]
+        index = 0 if c == 0 else 1
+        holder.operands = [w if i == index else x for i, x in enumerate(holder.operands)]
+    return f"partial #{c} replaced by chip {chip_of(w.type)}'s %{w.name_hint}"
+
+
+def _contracted_shards(module: ModuleOp) -> list[tuple[Operation, int, ShardOp]]:
+    """(collective, chip c, a tp.shard that partial c's contraction reads on its cut axis)."""
+    solver = Provenance(module).top
+    return [
+        (op, c, cut.shard)
+        for op, partials in _collectives(module)
+        for c, p in enumerate(partials)
+        for cut in contracted_slices(p, solver)
+        if cut.axis == cut.shard.slice.axis_index
+    ]
+
+
+def drop_partial(module: ModuleOp, rng: random.Random) -> str | None:
+    n = stated_chips(module) or 1
+    folds = [f for f in find_folds(module) if f.is_allreduce(n) and len(f.ops) >= 2]
+    # Coverage is judged against the other partials' slices of the weight: with one chip
+    # there is no other, and an all-reduce of anything over every chip leaks nothing.
+    contracted = [
+        (op, c)
+        for op, c, _ in _contracted_shards(module)
+        if isinstance(op, AllReduceOp) and len(op.operands) > 1
+    ]
+    if not folds and not contracted:
+        return None
+    if folds and (not contracted or rng.random() < 0.5):
+        fold = rng.choice(folds)
+        k = rng.randrange(1, len(fold.ops))  # an add whose left operand is a partial sum
+        add = fold.ops[k]
+        add.results[0].replace_all_uses_with(add.operands[0])
+        add.detach()
+        add.erase()
+        return f"fold skips chip {k + 1}'s partial"
+    op, c = rng.choice(contracted)
+    p = op.operands[c]
+    empty = tensor.EmptyOp([], p.type)
+    block = op.parent_block()
+    assert block is not None
+    block.insert_op_before(empty, op)
+    op.operands = [empty.results[0] if i == c else x for i, x in enumerate(op.operands)]
+    return f"all-reduce sums an empty tensor in place of chip {c}'s contraction"
+
+
+def overlap_slices(module: ModuleOp, rng: random.Random) -> str | None:
+    solver = Provenance(module).top
+    found = _contracted_shards(module)
+    pairs = [
+        (a, b)
+        for _, ca, a in found
+        for _, cb, b in found
+        if ca != cb
+        and defining(a.source, solver) is defining(b.source, solver)
+        and a.slice.shape == b.slice.shape
+        and a.slice != b.slice
+    ]
+    if not pairs:
+        return None
+    a, b = rng.choice(pairs)
+    a.slice = b.slice
+    return f"chip {a.chip}'s slice made chip {b.chip}'s {b.slice.ranges}"
+
+
+def _read_by_the_spine(value: SSAValue, prov: Provenance) -> bool:
+    """Whether an op computing a spine value reads ``value`` (into chip programs too): an
+    argument read only by one chip's work, moved onto that chip, leaks nothing."""
+    for use in value.uses:
+        user = use.operation
+        if isinstance(user, ChipProgramOp):
+            if _read_by_the_spine(user.body.block.args[use.index], prov):
+                return True
+        elif any(prov.placement(r).spine for r in user.results):
+            return True
+    return False
+
+
+def move_argument(module: ModuleOp, rng: random.Random) -> str | None:
+    n = stated_chips(module) or 1
+    f = entry_function(module)
+    prov = Provenance(module)
+    args = [
+        a
+        for a in f.body.block.args
+        if _is_f32_tensor(a) and chip_of(a.type) is None and _read_by_the_spine(a, prov)
+    ]
+    if not args:
+        return None
+    arg: BlockArgument = rng.choice(args)
+    chip = rng.randrange(n)
+    assert isinstance(arg.type, TensorType)
+    Rewriter.replace_value_with_new_type(arg, on_chip(arg.type, chip))
+    inputs = [a.type for a in f.body.block.args]
+    f.function_type = FunctionType.from_lists(inputs, list(f.function_type.outputs.data))
+    return f"argument %{arg.name_hint} moved onto chip {chip}"
+
+
+MUTATORS: dict[str, Mutator] = {
+    "swap-partial": swap_partial,
+    "drop-partial": drop_partial,
+    "chip-scalar": chip_scalar,
+    "capture": capture,
+    "wrap-if": wrap_if,
+    "wrap-for": wrap_for,
+    "cast": cast,
+    "overlap-slices": overlap_slices,
+    "move-argument": move_argument,
+}
