@@ -10,6 +10,7 @@ from xdsl.passes import PassPipeline
 
 from tp_dialect.analysis.stats import pipeline_stats
 from tp_dialect.certificate import status
+from tp_dialect.ops import AllReduceOp, TransferOp
 from tp_dialect.passes import TP_PASSES
 from tp_dialect.runtime.checkpoint import random_inputs, random_weights
 from tp_dialect.runtime.reference import run_program
@@ -66,3 +67,15 @@ def test_per_chip_programs_under_the_relay_keep_the_numbers(chips: int, layers: 
         # Each all-reduce: partials copied in one round, the sum out in a later one.
         assert len(r.rounds) == 4
         assert r.transfers == 4 * (chips - 1)
+
+
+@pytest.mark.parametrize("fold", [False, True])
+def test_relocate_lowers_a_fold_as_one_allreduce(fold: bool) -> None:
+    """The seed's ONE all-reduce section: a fold not raised first is still one all-reduce
+    (N-1 partials in, N-1 sums out), not a chain of two-way adds crossing chips."""
+    source = program(tiny(chips=4, layers=2, fold=fold))
+    lowered = source.clone()
+    PassPipeline.parse_spec(TP_PASSES, "tp-relocate,tp-transfers").apply(tp_context(), lowered)
+    transfers = [op for op in lowered.walk() if isinstance(op, TransferOp)]
+    assert len(transfers) == 2 * 2 * 2 * (4 - 1)  # 2 layers x 2 all-reduces x (in + out)
+    assert sum(isinstance(op, AllReduceOp) for op in lowered.walk()) == 4
