@@ -50,7 +50,7 @@ lit: $(STAMP)
 test: lint pytest lit
 
 # The leak-injection campaign at ten times its `make test` size (FUZZ_EXAMPLES per mutation
-# kind and program family; 600 -> 10,800 injected programs).
+# kind; 600 -> 10,440 injected programs).
 FUZZ_EXAMPLES ?= 600
 fuzz: $(STAMP)
 	TP_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest tests/test_leak_injection.py -k injected

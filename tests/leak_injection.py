@@ -47,7 +47,8 @@ from xdsl.traits import IsolatedFromAbove, IsTerminator
 
 from tp_dialect.analysis.folds import find_folds
 from tp_dialect.analysis.obligation import contracted_slices
-from tp_dialect.analysis.provenance import Provenance, defining
+from tp_dialect.analysis.provenance import Provenance
+from tp_dialect.analysis.values import origin
 from tp_dialect.attrs import chip_of, on_chip
 from tp_dialect.grid import stated_chips
 from tp_dialect.ops import AllReduceOp, ShardOp, UnshardOp
@@ -383,7 +384,7 @@ def overlap_slices(module: ModuleOp, rng: random.Random) -> str | None:
         for _, ca, a in found
         for _, cb, b in found
         if ca != cb
-        and defining(a.source, solver) is defining(b.source, solver)
+        and origin(a.source, solver.sends) is origin(b.source, solver.sends)
         and a.slice.shape == b.slice.shape
         and a.slice != b.slice
     ]

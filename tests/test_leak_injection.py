@@ -41,8 +41,10 @@ STAGES: dict[str, tuple[str, str]] = {
     "ring": ("source", "tp-relocate{allreduce=ring},tp-transfers,tp-phase"),
     "fused": ("source", "tp-fuse{shim=sn40l},tp-relocate,tp-transfers,tp-phase"),
 }
-# Examples per mutation kind and program family: 9 kinds x 2 families x 60 = 1,080 by default.
+# Injected programs per mutation kind: 9 kinds x 60 into generated programs and 7 kinds x 72
+# into random ones (which have no contractions over slices to drop or overlap) = 1,044.
 EXAMPLES = int(os.environ.get("TP_FUZZ_EXAMPLES", "60"))
+RANDOM_KINDS = sorted(set(MUTATORS) - {"drop-partial", "overlap-slices"})
 
 
 def qwen3(chips: int, fold: bool) -> Qwen3Config:
@@ -118,8 +120,8 @@ def test_leaks_injected_into_generated_programs_are_refused(
 RANDOM_STAGES = ["source", "raised", "sectioned", "ring", "phased", "programs"]
 
 
-@pytest.mark.parametrize("kind", sorted(MUTATORS))
-@settings(max_examples=EXAMPLES, **SETTINGS)
+@pytest.mark.parametrize("kind", RANDOM_KINDS)
+@settings(max_examples=EXAMPLES * 6 // 5, **SETTINGS)
 @given(prog=programs(), stage=st.sampled_from(RANDOM_STAGES), seed=st.integers(0, 2**32 - 1))
 def test_leaks_injected_into_random_programs_are_refused(
     kind: str, prog: object, stage: str, seed: int

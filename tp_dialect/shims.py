@@ -267,9 +267,9 @@ class Sn40lShim:
 class TensorParallelShim:
     """What a chip allows of a tensor-parallel program: what ``base`` allows, less a fused op
     over more than one chip (or a chip's data with the spine), less a fusion holding a
-    collective, a fold of adds or a host store. Which chip a member's work is on is its
-    results' chip provenance: scalars, indices and in-place cache writes included, not only
-    tensor types."""
+    collective, a fold of adds or a host store. Which chip a member's work is on is where its
+    results live (`Provenance.home`): scalars and indices by the chips they derive from, so
+    a spine scalar is never fused with one chip's in-place cache write."""
 
     def __init__(self, base: Shim, provenance: Provenance) -> None:
         self.base = base
@@ -291,8 +291,8 @@ class TensorParallelShim:
                     "it would hold a collective's fold: the all-reduce over every chip would "
                     "be lowered as a sum on the spine"
                 )
-            chips_of = self.provenance.chips
-            placed = [frozenset(c for r in op.results for c in chips_of(r)) for op in ops]
+            home = self.provenance.home
+            placed = [frozenset(c for r in op.results for c in home(r)) for op in ops]
             owned = sorted(set().union(*placed))
             if len(owned) > 1:
                 return f"it would fuse work of chips {owned}: a fused op runs on one chip"

@@ -19,6 +19,7 @@ from xdsl.dialects import arith
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation, SSAValue
 
+from tp_dialect.analysis.values import visible as visible_value
 from tp_dialect.attrs import chip_of
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.names import value_name
@@ -93,13 +94,7 @@ def add_operands(op: Operation) -> tuple[SSAValue, SSAValue] | None:
 
 def visible(op: Operation) -> SSAValue:
     """``op``'s result as other statements see it: through its section, if it has one."""
-    result = op.results[0]
-    section = op.parent_op()
-    if isinstance(section, SectionOp):
-        for use in result.uses:
-            if isinstance(use.operation, YieldOp):
-                return section.outs[use.index]
-    return result
+    return visible_value(op.results[0])
 
 
 def _spine_sum(op: Operation) -> bool:

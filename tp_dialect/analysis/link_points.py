@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import SSAValue
 
-from tp_dialect.analysis.manifest import value_name
 from tp_dialect.analysis.touch import collective, reads_where, statements
 from tp_dialect.analysis.transfers import transfers
+from tp_dialect.names import value_name
 from tp_dialect.ops import AllReduceOp, SectionOp, TransferOp, UnshardOp
 from tp_dialect.reject import TpReject
 

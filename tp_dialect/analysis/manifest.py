@@ -5,11 +5,17 @@ tensor is (the host's loading map: every ``tp.shard`` of a named function argume
 host's storing map (``tp.unshard`` into named results); and each collective's partials in
 chip order, its result and its fold ops. Checkpoint loading and the tests' filling of chip
 slices both go through `Manifest.loads`, this one slice map.
+
+The same program reads the same manifest at every stage of lowering (source, sectioned,
+phased, per-chip programs with or without the relay): values are followed through sections
+and chip programs (`tp_dialect.analysis.values`), so a ``tp.shard`` inside a section of a
+chip program still loads from the function argument the program was handed, and a returned
+section result still stores through the ``tp.unshard`` inside it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
@@ -17,26 +23,18 @@ from xdsl.dialects.func import ReturnOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from tp_dialect.analysis.folds import find_folds
+from tp_dialect.analysis.values import origin, sent_values, visible
 from tp_dialect.attrs import SliceAttr, chip_of
 from tp_dialect.grid import stated_chips
+from tp_dialect.names import value_name
 from tp_dialect.ops import AllReduceOp, ShardOp, UnshardOp
 from tp_dialect.signature import entry_function, ports
 
 
-def value_name(value: SSAValue) -> str:
-    """A stable, readable name for a value: its name hint, else its defining op and index."""
-    if value.name_hint:
-        return value.name_hint
-    if isinstance(value, BlockArgument):
-        return f"arg{value.index}"
-    owner = value.owner
-    assert isinstance(owner, Operation)
-    return f"{owner.name}#{value.index}"
-
-
 @dataclass(frozen=True)
 class ChipLoad:
-    """Chip ``chip`` holds ``slice`` of host tensor ``tensor`` (e.g. a checkpoint weight)."""
+    """Chip ``chip`` holds ``slice`` of host tensor ``tensor`` (e.g. a checkpoint weight),
+    cut by ``op`` (one load per ``tp.shard`` op: per-chip programs each hold their own)."""
 
     tensor: str
     chip: int
@@ -47,7 +45,7 @@ class ChipLoad:
         return {
             "tensor": self.tensor,
             "chip": self.chip,
-            "value": value_name(self.op.result),
+            "value": value_name(visible(self.op.result)),
             "axis": self.slice.axis_index,
             "ranges": [list(r) for r in self.slice.ranges],
             "full_shape": list(self.slice.full_shape),
@@ -79,15 +77,26 @@ class HostStore:
 
 @dataclass(frozen=True)
 class Collective:
-    """TpCollective: ``out = Σ partials``; ``partials[c]`` lives on chip c."""
+    """TpCollective: ``out = Σ partials``; ``partials[c]`` lives on chip c.
+
+    ``copies`` holds every computation of this one sum: the ``tp.allreduce`` op, or the
+    fold's add statements — once, or once per chip program that computes it (a fold is spine
+    work, so per-chip programs each fold the partials they received). ``result`` and
+    ``partials`` are the first copy's, as the statements after it see them.
+    """
 
     result: SSAValue
     partials: tuple[SSAValue, ...]
-    ops: tuple[Operation, ...]  # the tp.allreduce, or the fold's add statements
+    copies: tuple[tuple[Operation, ...], ...]
+
+    @property
+    def ops(self) -> tuple[Operation, ...]:
+        """Every op computing the sum, in every copy (the first copy's first)."""
+        return tuple(op for copy in self.copies for op in copy)
 
     @property
     def kind(self) -> str:
-        return "allreduce" if isinstance(self.ops[0], AllReduceOp) else "fold"
+        return "allreduce" if isinstance(self.copies[0][0], AllReduceOp) else "fold"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -95,13 +104,15 @@ class Collective:
             "result": value_name(self.result),
             "partials": [value_name(p) for p in self.partials],
             "chips": [chip_of(p.type) for p in self.partials],
-            "fold_ops": [value_name(op.results[0]) for op in self.ops],
+            "fold_ops": [value_name(visible(op.results[0])) for op in self.copies[0]],
         }
 
 
 @dataclass
 class Manifest:
-    """The manifest of one program (see the module docstring)."""
+    """The manifest of one program (see the module docstring): ``loads`` one per
+    ``tp.shard`` op, in the order of the function's arguments then chip order; ``stores``
+    in result order; ``collectives`` one per sum, in program order."""
 
     chips: int
     loads: list[ChipLoad] = field(default_factory=list[ChipLoad])
@@ -110,9 +121,11 @@ class Manifest:
     chip_values: dict[SSAValue, int] = field(default_factory=dict[SSAValue, int])
 
     def loads_of(self, tensor: str) -> list[ChipLoad]:
+        """The loads of host tensor ``tensor``, in chip order."""
         return [ld for ld in self.loads if ld.tensor == tensor]
 
     def to_json(self) -> dict[str, Any]:
+        """The manifest as plain JSON data (values by name), for a host."""
         per_chip: dict[int, int] = {}
         for chip in self.chip_values.values():
             per_chip[chip] = per_chip.get(chip, 0) + 1
@@ -127,30 +140,38 @@ class Manifest:
 
 
 def read_manifest(module: ModuleOp) -> Manifest:
-    """The manifest of ``module``'s entry function, read from its IR."""
+    """The manifest of ``module``'s entry function, read from its IR; the same loads,
+    stores and collectives at every stage of lowering (see the module docstring)."""
     func = entry_function(module)
     ins, outs = ports(func)
     manifest = Manifest(chips=stated_chips(module) or 1)
+    found: list[Collective] = []
     for op in func.walk():
         for res in op.results:
             if (c := chip_of(res.type)) is not None:
                 manifest.chip_values[res] = c
-        if isinstance(op, ShardOp) and isinstance(op.source, BlockArgument):
-            if op.source.owner is func.body.block:
-                manifest.loads.append(ChipLoad(ins[op.source.index].name, op.chip, op.slice, op))
+        if isinstance(op, ShardOp):
+            source = origin(op.source)
+            if isinstance(source, BlockArgument) and source.owner is func.body.block:
+                manifest.loads.append(ChipLoad(ins[source.index].name, op.chip, op.slice, op))
         elif isinstance(op, AllReduceOp):
-            manifest.collectives.append(Collective(op.result, tuple(op.partials), (op,)))
+            found.append(Collective(visible(op.result), tuple(op.partials), ((op,),)))
     for arg in func.body.block.args:
         if (c := chip_of(arg.type)) is not None:
             manifest.chip_values[arg] = c
     for fold in find_folds(func):
         if fold.is_allreduce(manifest.chips):
-            manifest.collectives.append(Collective(fold.result, fold.partials, fold.ops))
+            found.append(Collective(fold.result, fold.partials, (fold.ops,)))
+    manifest.collectives = _one_per_sum(found, sent_values(func))
+    # Argument order, then chip order: the phase order and per-chip programs reorder the
+    # shards, and the loading map should not depend on the stage it was read at.
+    position = {p.name: i for i, p in enumerate(ins)}
+    manifest.loads.sort(key=lambda ld: (position[ld.tensor], ld.chip))
     ret = func.body.block.last_op
     if isinstance(ret, ReturnOp):
         for port, value in zip(outs, ret.operands, strict=True):
-            if isinstance(value.owner, UnshardOp):
-                store = value.owner
+            store = origin(value).owner
+            if isinstance(store, UnshardOp):
                 manifest.stores.append(
                     HostStore(
                         port.name,
@@ -161,3 +182,15 @@ def read_manifest(module: ModuleOp) -> Manifest:
                     )
                 )
     return manifest
+
+
+def _one_per_sum(found: list[Collective], sends: dict[str, SSAValue]) -> list[Collective]:
+    """``found`` with the copies of one sum merged into one collective, in order of first
+    copy. Copies are the same sum when they add the same partials: per-chip programs each
+    fold the partials they received, which their links trace back to the same sent values."""
+    merged: dict[tuple[str, tuple[SSAValue, ...]], Collective] = {}
+    for coll in found:
+        key = (coll.kind, tuple(origin(p, sends) for p in coll.partials))
+        first = merged.get(key)
+        merged[key] = coll if first is None else replace(first, copies=first.copies + coll.copies)
+    return list(merged.values())

@@ -33,8 +33,9 @@ from xdsl.dialects.linalg.attrs import IteratorType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 
-from tp_dialect.analysis.provenance import Provenance, Solver, defining, shard_of
+from tp_dialect.analysis.provenance import Provenance, Solver
 from tp_dialect.analysis.touch import captured
+from tp_dialect.analysis.values import origin, shard_of
 from tp_dialect.attrs import chip_of
 from tp_dialect.names import value_name
 from tp_dialect.ops import (
@@ -259,7 +260,8 @@ def contracted_slices(partial: SSAValue, solver: Solver) -> Iterator[ContractedS
     """For each ``tp.shard`` operand of the contraction computing ``partial`` (seen through
     sections, programs and links) and each axis of its weight that the contraction sums: the
     slice's ranges on its cut axis, the whole axis on any other."""
-    op = defining(partial, solver).owner
+    sends = solver.sends
+    op = origin(partial, sends).owner
     if not isinstance(op, linalg.GenericOp):
         return
     reduced = {
@@ -268,10 +270,10 @@ def contracted_slices(partial: SSAValue, solver: Solver) -> Iterator[ContractedS
     if not reduced:
         return
     for operand, amap in zip(op.inputs, op.indexing_maps.data, strict=False):
-        shard = shard_of(operand, solver)
+        shard = shard_of(operand, sends)
         if shard is None:
             continue
-        weight = defining(shard.source, solver)
+        weight = origin(shard.source, sends)
         sl = shard.slice
         for axis, expr in enumerate(amap.data.results):
             if isinstance(expr, AffineDimExpr) and expr.position in reduced:

@@ -30,14 +30,14 @@ from dataclasses import dataclass
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, ModuleOp, UnregisteredOp
-from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.traits import IsTerminator, MemoryEffectKind, SymbolTable, get_effects
 
 from tp_dialect.analysis.folds import Fold, find_folds, visible
 from tp_dialect.attrs import chip_of
 from tp_dialect.grid import stated_chips
 from tp_dialect.names import value_name
-from tp_dialect.ops import AllReduceOp, SectionOp, ShardOp, UnshardOp
+from tp_dialect.ops import AllReduceOp, SectionOp, UnshardOp
 from tp_dialect.program_ops import ChipProgramOp, LinkOp, RelayOp
 from tp_dialect.reject import TpReject
 
@@ -142,6 +142,11 @@ class Solver:
 
     def placement(self, value: SSAValue) -> Placement:
         return self.of.get(value) or declared(value)
+
+    @property
+    def sends(self) -> dict[str, SSAValue]:
+        """Each buffer name sent exactly once, with the value sent (for `values.origin`)."""
+        return {name: vs[0] for name, vs in self.sent.items() if len(vs) == 1}
 
     def context(self, op: Operation) -> Placement:
         """What every value ``op`` computes depends on through the regions enclosing it."""
@@ -337,53 +342,27 @@ class Provenance:
         """The chips ``value`` lives on or derives from (empty: the spine)."""
         return self.placement(value).chips
 
+    def home(self, value: SSAValue) -> frozenset[int]:
+        """The chips ``value`` lives on: its type's chip when the type states one (a tensor
+        handed from one chip to another lives where its type says), else the chips it derives
+        from (a scalar read out of chip 1's tensor lives on chip 1); empty: the spine."""
+        chip = chip_of(value.type)
+        return frozenset((chip,)) if chip is not None else self.placement(value).chips
+
     def statement_chips(self, op: Operation) -> list[int]:
-        """The chips a statement runs on: those of what it binds (scalars included); every
-        chip for the spine, an all-reduce or a fold's add; a host store's parts' chips.
-        Raises MIXED_CHIPS when what it binds is on several chips."""
+        """The chips a statement runs on: where what it binds lives (`home`: scalars
+        included); every chip for the spine, an all-reduce or a fold's add; a host store's
+        parts' chips. Raises MIXED_CHIPS when what it binds lives on several chips."""
         everywhere = list(range(self.n_chips))
         if isinstance(op, AllReduceOp) or op in self.fold_of:
             return everywhere
         if isinstance(op, UnshardOp):
-            return sorted({c for p in op.parts for c in self.chips(p)})
-        chips = sorted({c for r in op.results for c in self.chips(r)})
+            return sorted({c for p in op.parts for c in self.home(p)})
+        chips = sorted({c for r in op.results for c in self.home(r)})
         if len(chips) > 1:
             raise TpReject.MIXED_CHIPS.at(
                 op,
-                f"'{op.name}' binds %{value_name(op.results[0])} from data on chips "
-                f"{chips}: a statement runs on one chip's data (and the spine)",
+                f"'{op.name}' binds %{value_name(op.results[0])} on chips {chips}: a "
+                "statement runs on one chip's data (and the spine)",
             )
         return chips or everywhere
-
-
-def defining(value: SSAValue, prov: Solver | None = None) -> SSAValue:
-    """The value ``value`` stands for, seen through what only hands values on: a section's
-    result (its yielded value), a chip program's block argument (the program's operand) and,
-    given a solver, a received buffer (the value its sender sent under that name)."""
-    seen: set[SSAValue] = set()
-    while value not in seen:
-        seen.add(value)
-        owner = value.owner
-        if isinstance(owner, SectionOp):
-            last = owner.body.block.last_op
-            if last is None or value.index >= len(last.operands):  # type: ignore[attr-defined]
-                return value
-            value = last.operands[value.index]  # type: ignore[attr-defined]
-        elif isinstance(owner, Block) and isinstance(owner.parent_op(), ChipProgramOp):
-            program = owner.parent_op()
-            assert isinstance(program, ChipProgramOp)
-            value = program.inputs[value.index]  # type: ignore[attr-defined]
-        elif isinstance(owner, LinkOp) and prov is not None:
-            senders = prov.sent.get(owner.receives[value.index], [])  # type: ignore[attr-defined]
-            if len(senders) != 1:
-                return value
-            value = senders[0]
-        else:
-            return value
-    return value
-
-
-def shard_of(value: SSAValue, prov: Solver | None = None) -> ShardOp | None:
-    """The ``tp.shard`` ``value`` is, seen through sections, programs and links, if any."""
-    owner = defining(value, prov).owner
-    return owner if isinstance(owner, ShardOp) else None

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType
 
-from tp_dialect.analysis.manifest import value_name
 from tp_dialect.analysis.touch import statements
 from tp_dialect.dtypes import numpy_dtype
+from tp_dialect.names import value_name
 from tp_dialect.ops import SectionOp, TransferOp
 from tp_dialect.program_ops import ChipProgramOp, CopyOp, LinkOp, RelayOp
 from tp_dialect.signature import entry_function

@@ -1,9 +1,12 @@
 """Host loading: named tensors from a checkpoint (or memory) onto chips, through the manifest.
 
-A weight every use of which is a ``tp.shard`` is never loaded whole: each chip's slice is
-read on its own (from a ``safetensors`` file, range by range, without reading the rest) and
-handed to the interpreter as already placed; the full argument is bound to a zero-stride
-placeholder that costs no memory. Spine tensors (norm weights) are loaded whole.
+A weight every use of which is a ``tp.shard`` (directly, or inside the chip programs it is
+handed to) is never loaded whole: each chip's slice is read on its own (from a
+``safetensors`` file, range by range, without reading the rest) and handed to the
+interpreter as already placed; the full argument is bound to a zero-stride placeholder that
+costs no memory. A slice several ``tp.shard`` ops cut alike (copies of one shard in
+different chip programs) is read once and shared. Spine tensors (norm weights) are loaded
+whole. The same weights are read at every stage of lowering, since the manifest is.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from tp_dialect.analysis.manifest import ChipLoad, read_manifest
+from tp_dialect.analysis.values import uses_through_programs
 from tp_dialect.ops import ShardOp
 from tp_dialect.runtime.numpy_impls import slice_of
 from tp_dialect.signature import BindError, Port, entry_function, ports
@@ -93,27 +97,37 @@ class Placement:
 
     @property
     def placed_bytes(self) -> int:
-        return sum(a.nbytes for a in self.placed.values())
+        """Bytes held by the placed slices, a slice shared by several shards counted once."""
+        return sum(a.nbytes for a in {id(a): a for a in self.placed.values()}.values())
 
 
 def place_weights(module: ModuleOp, source: TensorSource) -> Placement:
-    """Load every weight argument of ``module`` from ``source``, slicing through the manifest.
+    """Load every weight argument of ``module`` from ``source``, slicing through the manifest:
+    a weight read only by ``tp.shard`` ops (seen through chip programs) is read slice by
+    slice, each distinct slice once, and never whole.
 
     Raises BindError naming a missing tensor or one of the wrong shape (expected vs found).
     """
     func = entry_function(module)
     ins, _ = ports(func)
-    manifest = read_manifest(module)
-    loads_by_op = {ld.op: ld for ld in manifest.loads}
+    loads_by_op = {ld.op: ld for ld in read_manifest(module).loads}
     placement = Placement()
     for port, arg in zip(ins, func.body.block.args, strict=True):
         if is_decode_input(port.name):
             continue
         _check_shape(port, source.shape(port.name))
-        uses = [use.operation for use in arg.uses]
-        if uses and all(op in loads_by_op for op in uses):
-            for op in uses:
-                placement.placed[op] = _load_slice(source, loads_by_op[op], port)  # type: ignore[index]
+        readers = [use.operation for use in uses_through_programs(arg)]
+        loads = [loads_by_op[op] for op in readers if isinstance(op, ShardOp) and op in loads_by_op]
+        if loads and len(loads) == len(readers):
+            # Shards that cut the same slice (say, each chip's copy of a replicated weight)
+            # share one array, read once. Safe: the interpreter never writes into a placed
+            # slice (with in-place storage, tp.shard copies it into the chip's memory first).
+            read: dict[tuple[int, tuple[tuple[int, int], ...]], np.ndarray] = {}
+            for load in loads:
+                key = (load.slice.axis_index, tuple(load.slice.ranges))
+                if key not in read:
+                    read[key] = _load_slice(source, load, port)
+                placement.placed[load.op] = read[key]
             placement.values[port.name] = np.broadcast_to(
                 np.zeros((), port.numpy_dtype), port.shape
             )
