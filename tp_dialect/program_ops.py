@@ -188,6 +188,8 @@ class LinkOp(IRDLOperation):
                 f"'tp.link' {self.halt} receives {len(self.receives)} names into "
                 f"{len(self.received)} results"
             )
+        if self.halt < 0:
+            raise VerifyException(f"'tp.link' {self.halt} is negative: halts count from 0")
         if self.halt == 0 and self.sent:
             raise VerifyException("'tp.link' 0 is the start: it receives, it cannot send")
 
@@ -231,6 +233,17 @@ class RunToOp(IRDLOperation):
             }
         )
 
+    def verify_(self) -> None:
+        r, chip, halt = self.round.value.data, self.chip.value.data, self.halt.value.data
+        _check_round(self, r)
+        _check_chip(self, chip, f"round {r} halt {halt}")
+        if halt < 1:
+            # Halt 0 is the start, where every chip stands before round 0.
+            raise VerifyException(
+                f"'tp.run_to' round {r} runs chip {chip} to halt {halt}: a chip is run to "
+                "a halt after its start (1 or more)"
+            )
+
 
 @irdl_op_definition
 class CopyOp(IRDLOperation):
@@ -257,3 +270,17 @@ class CopyOp(IRDLOperation):
                 "dest": IntegerAttr(dest, i64),
             }
         )
+
+    def verify_(self) -> None:
+        r, name = self.round.value.data, self.tensor.data
+        src, dst = self.source.value.data, self.dest.value.data
+        _check_round(self, r)
+        _check_chip(self, src, f'source of "{name}"')
+        _check_chip(self, dst, f'destination of "{name}"')
+        if src == dst:
+            raise VerifyException(f"'tp.copy' of \"{name}\" goes from chip {src} to itself")
+
+
+def _check_round(op: RunToOp | CopyOp, r: int) -> None:
+    if r < 0:
+        raise VerifyException(f"'{op.name}' round {r} is negative")

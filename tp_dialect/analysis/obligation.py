@@ -14,6 +14,8 @@ A module meets it when, with every value's `Placement` (analysis/provenance.py):
   chips, save a collective reading each partial where it lives; a scalar is read only where
   it was computed (scalars do not cross chips);
 - every result of an entry function (one no call reaches) is spine or a host output;
+- per-chip programs fit together (`analysis/programs.py`: one program a chip, each buffer sent
+  once and received as the type it was sent as, never by its own sender);
 - an all-reduce whose partials are contractions over ``tp.shard`` slices of one weight sums
   slices that are disjoint and cover the contracted axis.
 
@@ -33,6 +35,7 @@ from xdsl.dialects.linalg.attrs import IteratorType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 
+from tp_dialect.analysis.programs import check_programs
 from tp_dialect.analysis.provenance import Provenance, Solver
 from tp_dialect.analysis.touch import captured
 from tp_dialect.analysis.values import origin, shard_of
@@ -57,6 +60,11 @@ _PASSING = (YieldOp, FinishOp, LinkOp, TransferOp, BarrierOp, func.ReturnOp)
 def check_obligation(module: ModuleOp) -> Provenance:
     """The module's provenance, once every rule of the obligation holds; else the first
     violation raised as a TpDiagnostic."""
+    for op in module.walk():
+        if isinstance(op, func.FuncOp) and any(
+            isinstance(inner, ChipProgramOp) for block in op.body.blocks for inner in block.ops
+        ):
+            check_programs(op)  # one program a chip, buffers sent once, received as sent
     prov = Provenance(module)
     called = {op.callee.string_value() for op in module.walk() if isinstance(op, func.CallOp)}
     entries = {

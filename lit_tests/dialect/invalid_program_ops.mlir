@@ -1,0 +1,218 @@
+// Every verifier message of the per-chip program ops: tp.chip_program, tp.link, tp.run_to
+// and tp.copy.
+// RUN: tp-opt %s --split-input-file --verify-diagnostics | filecheck %s
+
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @f() {
+// CHECK-LABEL: error: 'tp.chip_program' program is on chip 2, but the module has 2 chips (0..1)
+// CHECK-NEXT: tp.chip_program on 2 () {
+    tp.chip_program on 2 () {
+      tp.finish
+    } : () -> ()
+    func.return
+  }
+}
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @f(%x: tensor<4xf32>) {
+// CHECK-LABEL: error: 'tp.chip_program' on chip 0: block arguments must match its inputs
+// CHECK-NEXT: tp.chip_program on 0 (%x) {
+    tp.chip_program on 0 (%x) {
+    ^bb0(%x0: tensor<8xf32>):
+      tp.finish
+    } : (tensor<4xf32>) -> ()
+    func.return
+  }
+}
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @f(%x: tensor<4xf32>) {
+// CHECK-LABEL: error: 'tp.chip_program' on chip 1 must end with 'tp.finish'
+// CHECK-NEXT: tp.chip_program on 1 (%x) {
+    tp.chip_program on 1 (%x) {
+    ^bb0(%x1: tensor<4xf32>):
+      %y = arith.addf %x1, %x1 : tensor<4xf32>
+    } : (tensor<4xf32>) -> ()
+    func.return
+  }
+}
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @f(%x: tensor<4xf32>) {
+// CHECK-LABEL: error: 'tp.chip_program' on chip 0: 'tp.finish' values must match its results
+// CHECK-NEXT: %r = tp.chip_program on 0 (%x) {
+    %r = tp.chip_program on 0 (%x) {
+    ^bb0(%x0: tensor<4xf32>):
+      tp.finish %x0 : tensor<4xf32>
+    } : (tensor<4xf32>) -> (tensor<8xf32>)
+    func.return
+  }
+}
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @f(%x: tensor<4xf32>) {
+// CHECK-LABEL: error: 'tp.chip_program' on chip 0: link points [2, 1] must be numbered in increasing program order
+// CHECK-NEXT: tp.chip_program on 0 (%x) {
+    tp.chip_program on 0 (%x) {
+    ^bb0(%x0: tensor<4xf32>):
+      tp.link 2 sends(%x0) as ["a"] receives [] : (tensor<4xf32>) -> ()
+      tp.link 1 sends(%x0) as ["b"] receives [] : (tensor<4xf32>) -> ()
+      tp.finish
+    } : (tensor<4xf32>) -> ()
+    func.return
+  }
+}
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @f(%x: tensor<4xf32>) {
+    tp.chip_program on 0 (%x) {
+    ^bb0(%x0: tensor<4xf32>):
+// CHECK-LABEL: error: 'tp.link' 1 sends 1 values under 2 names
+// CHECK-NEXT: tp.link 1 sends(%x0) as ["a", "b"]
+      tp.link 1 sends(%x0) as ["a", "b"] receives [] : (tensor<4xf32>) -> ()
+      tp.finish
+    } : (tensor<4xf32>) -> ()
+    func.return
+  }
+}
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @f() {
+    tp.chip_program on 1 () {
+// CHECK-LABEL: error: 'tp.link' 1 receives 2 names into 1 results
+// CHECK-NEXT: %a = tp.link 1 sends() as [] receives ["a", "b"]
+      %a = tp.link 1 sends() as [] receives ["a", "b"] : () -> tensor<4xf32>
+      tp.finish
+    } : () -> ()
+    func.return
+  }
+}
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @f(%x: tensor<4xf32>) {
+    tp.chip_program on 0 (%x) {
+    ^bb0(%x0: tensor<4xf32>):
+// CHECK-LABEL: error: 'tp.link' 0 is the start: it receives, it cannot send
+// CHECK-NEXT: tp.link 0 sends(%x0) as ["a"]
+      tp.link 0 sends(%x0) as ["a"] receives [] : (tensor<4xf32>) -> ()
+      tp.finish
+    } : (tensor<4xf32>) -> ()
+    func.return
+  }
+}
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @f() {
+    tp.chip_program on 1 () {
+// CHECK-LABEL: error: 'tp.link' -1 is negative: halts count from 0
+// CHECK-NEXT: %a = tp.link -1 sends() as [] receives ["a"]
+      %a = tp.link -1 sends() as [] receives ["a"] : () -> tensor<4xf32>
+      tp.finish
+    } : () -> ()
+    func.return
+  }
+}
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @f() {
+    tp.relay {
+// CHECK-LABEL: error: 'tp.run_to' round 0 halt 1 is on chip 7, but the module has 2 chips (0..1)
+// CHECK-NEXT: tp.run_to round 0 chip 7 halt 1
+      tp.run_to round 0 chip 7 halt 1
+    }
+    func.return
+  }
+}
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @f() {
+    tp.relay {
+// CHECK-LABEL: error: 'tp.run_to' round -1 is negative
+// CHECK-NEXT: tp.run_to round -1 chip 0 halt 1
+      tp.run_to round -1 chip 0 halt 1
+    }
+    func.return
+  }
+}
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @f() {
+    tp.relay {
+// CHECK-LABEL: error: 'tp.run_to' round 0 runs chip 1 to halt 0: a chip is run to a halt after its start (1 or more)
+// CHECK-NEXT: tp.run_to round 0 chip 1 halt 0
+      tp.run_to round 0 chip 1 halt 0
+    }
+    func.return
+  }
+}
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @f() {
+    tp.relay {
+// CHECK-LABEL: error: 'tp.copy' source of "x" is on chip 5, but the module has 2 chips (0..1)
+// CHECK-NEXT: tp.copy round 1 "x" from 5 to 0
+      tp.copy round 1 "x" from 5 to 0
+    }
+    func.return
+  }
+}
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @f() {
+    tp.relay {
+// CHECK-LABEL: error: 'tp.copy' destination of "x" is on chip 2, but the module has 2 chips (0..1)
+// CHECK-NEXT: tp.copy round 1 "x" from 0 to 2
+      tp.copy round 1 "x" from 0 to 2
+    }
+    func.return
+  }
+}
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @f() {
+    tp.relay {
+// CHECK-LABEL: error: 'tp.copy' source of "x" is on chip 5, but the module has 2 chips (0..1)
+// CHECK-NEXT: tp.copy round 1 "x" from 5 to 5
+      tp.copy round 1 "x" from 5 to 5
+    }
+    func.return
+  }
+}
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @f() {
+    tp.relay {
+// CHECK-LABEL: error: 'tp.copy' of "x" goes from chip 1 to itself
+// CHECK-NEXT: tp.copy round 1 "x" from 1 to 1
+      tp.copy round 1 "x" from 1 to 1
+    }
+    func.return
+  }
+}
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @f() {
+    tp.relay {
+// CHECK-LABEL: error: 'tp.copy' round -2 is negative
+// CHECK-NEXT: tp.copy round -2 "x" from 0 to 1
+      tp.copy round -2 "x" from 0 to 1
+    }
+    func.return
+  }
+}

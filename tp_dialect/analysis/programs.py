@@ -1,0 +1,195 @@
+"""check_programs: per-chip programs (and their relay) that fit together.
+
+tp-link-points writes one ``tp.chip_program`` per chip whose ``tp.link`` ops send and
+receive buffers by name; the relay (``tp.relay``, or the schedule tp-relay would build)
+copies each name from the one chip that sends it to the chips that receive it. Nothing in an
+op verifier can see across programs, so a hand-edited or mis-generated function may hold two
+programs for one chip, a name sent twice, a name received as another type than it was sent,
+a chip receiving its own name, a name nobody sends, or a relay written for other programs.
+Each would make the relay drop a program, copy the wrong tensor, or wait forever; this
+module refuses them up front, each as a located TpReject diagnostic.
+
+One pass over the programs' top-level ops and one over the relay's steps, with dicts keyed by
+chip and by buffer name: linear in the size of the function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Attribute
+
+from tp_dialect.program_ops import ChipProgramOp, CopyOp, LinkOp, RelayOp, RunToOp
+from tp_dialect.reject import TpReject
+
+
+@dataclass(frozen=True)
+class Sent:
+    """Where a buffer name is sent: the chip, the link op and the type it is sent as."""
+
+    chip: int
+    link: LinkOp
+    type: Attribute
+
+
+@dataclass
+class ProgramIndex:
+    """The programs of a function, by chip, and every sent buffer by name."""
+
+    programs: dict[int, ChipProgramOp] = field(default_factory=dict)
+    sent: dict[str, Sent] = field(default_factory=dict)
+    received: dict[int, set[str]] = field(default_factory=dict)
+    """The names each chip's program receives."""
+
+
+def _links(program: ChipProgramOp) -> Iterator[LinkOp]:
+    # LinkOp's HasParent trait keeps every link a top-level op of its program.
+    return (op for op in program.body.block.ops if isinstance(op, LinkOp))
+
+
+def index_programs(func: FuncOp) -> ProgramIndex:
+    """The index of ``func``'s chip programs, guaranteed consistent: one program per chip,
+    each buffer name sent once, and every received name sent by another chip as the type it
+    is received as; raises a located TpDiagnostic (a TpReject reason) at the first op that
+    breaks this."""
+    index = ProgramIndex()
+    for op in func.body.block.ops:
+        if not isinstance(op, ChipProgramOp):
+            continue
+        chip = op.chip_index
+        if chip in index.programs:
+            raise TpReject.DUPLICATE_PROGRAM.at(
+                op,
+                f"'tp.chip_program' on chip {chip} is a second program for chip {chip}; "
+                "a chip runs one program (the relay would drop one of them)",
+            )
+        index.programs[chip] = op
+        index.received[chip] = set()
+        for link in _links(op):
+            for name, value in zip(link.sends, link.sent, strict=True):
+                if (first := index.sent.get(name)) is not None:
+                    raise TpReject.DUPLICATE_SEND.at(
+                        link,
+                        f"'tp.link' {link.halt} on chip {chip} sends \"{name}\" "
+                        f"({value.type}), but chip {first.chip} already sends it at link "
+                        f"{first.link.halt} ({first.type}): a buffer name is sent once",
+                    )
+                index.sent[name] = Sent(chip, link, value.type)
+    # Receives are checked once every send is known: a receiver may come before its sender.
+    for chip, program in index.programs.items():
+        for link in _links(program):
+            for name, result in zip(link.receives, link.received, strict=True):
+                _check_receive(index, chip, link, name, result.type)
+                index.received[chip].add(name)
+    return index
+
+
+def _check_receive(
+    index: ProgramIndex, chip: int, link: LinkOp, name: str, type_: Attribute
+) -> None:
+    where = f"'tp.link' {link.halt} on chip {chip} receives \"{name}\""
+    sent = index.sent.get(name)
+    if sent is None:
+        raise TpReject.DEADLOCK.at(
+            link,
+            f"{where} ({type_}), but no chip sends it: the relay would wait for it forever",
+        )
+    if sent.chip == chip:
+        raise TpReject.SELF_COPY.at(
+            link,
+            f"{where} ({type_}), which chip {chip} sends itself at link {sent.link.halt}: "
+            "a chip cannot receive its own buffer",
+        )
+    if sent.type != type_:
+        raise TpReject.LINK_TYPE.at(
+            link,
+            f"{where} as {type_}, but chip {sent.chip} sends it as {sent.type} "
+            f"(at link {sent.link.halt})",
+        )
+
+
+def _halts(program: ChipProgramOp) -> tuple[list[int], int]:
+    """``program``'s link points in order, and its end: one past its last link, as
+    tp-relay numbers it."""
+    links = [link.halt for link in _links(program)]
+    return links, (links[-1] if links else 0) + 1
+
+
+def _describe(links: list[int], end: int) -> str:
+    """A program's halts in a few words (a program may have hundreds of links)."""
+    if not links:
+        return f"it has no links; its end is halt {end}"
+    if links == list(range(links[0], links[-1] + 1)):
+        shown = f"{links[0]}" if len(links) == 1 else f"{links[0]}..{links[-1]}"
+    else:
+        shown = ", ".join(map(str, links))
+    return f"its links are {shown}, its end is halt {end}"
+
+
+def check_relay(relay: RelayOp, index: ProgramIndex) -> None:
+    """Every step of ``relay`` fits the indexed programs — each copy moves a name its source
+    chip sends to a different chip whose program receives it, each run_to runs a chip that
+    has a program to a halt it has — or a located TpDiagnostic is raised at the first step
+    that does not (a relay that cannot be followed to its end: ``deadlock``, or
+    ``self-copy``)."""
+    targets: dict[int, tuple[set[int], str]] = {}  # per chip, computed once
+    for step in relay.body.block.ops:
+        if isinstance(step, CopyOp):
+            name, src, dst = step.tensor.data, step.source.value.data, step.dest.value.data
+            where = f"'tp.copy' round {step.round.value.data} of \"{name}\""
+            if src == dst:
+                raise TpReject.SELF_COPY.at(step, f"{where} goes from chip {src} to itself")
+            sent = index.sent.get(name)
+            if sent is None or sent.chip != src:
+                who = "no chip does" if sent is None else f"chip {sent.chip} does"
+                raise TpReject.DEADLOCK.at(
+                    step,
+                    f'{where} from chip {src}, but chip {src} never sends "{name}" ({who}): '
+                    "the relay does not fit the programs",
+                )
+            if dst not in index.programs:
+                raise TpReject.DEADLOCK.at(
+                    step,
+                    f"{where} to chip {dst}, but chip {dst} has no program: the relay does "
+                    "not fit the programs",
+                )
+            if name not in index.received[dst]:
+                raise TpReject.DEADLOCK.at(
+                    step,
+                    f"{where} to chip {dst}, but chip {dst}'s program never receives "
+                    f'"{name}": the relay does not fit the programs',
+                )
+        elif isinstance(step, RunToOp):
+            chip, halt = step.chip.value.data, step.halt.value.data
+            where = f"'tp.run_to' round {step.round.value.data} runs chip {chip}"
+            program = index.programs.get(chip)
+            if program is None:
+                raise TpReject.DEADLOCK.at(
+                    step, f"{where}, which has no program: the relay does not fit the programs"
+                )
+            if chip not in targets:
+                links, end = _halts(program)
+                # Halt 0 is the start, where a chip stands before round 0: never a target.
+                targets[chip] = ((set(links) - {0}) | {end}, _describe(links, end))
+            halts, described = targets[chip]
+            if halt not in halts:
+                raise TpReject.DEADLOCK.at(
+                    step,
+                    f"{where} to halt {halt}, but chip {chip}'s program has no such halt "
+                    f"({described}): the relay does not fit the programs",
+                )
+
+
+def check_programs(func: FuncOp) -> None:
+    """``func``'s chip programs fit together and every ``tp.relay`` in it fits them: one
+    program per chip, each buffer name sent once, received only by other chips and as the
+    type it was sent as, never received unsent, and every relay step possible; otherwise a
+    located TpDiagnostic naming the chips, the buffer and the types, ending with its TpReject
+    reason (duplicate-program, duplicate-send, self-copy, link-type, deadlock). ``func`` must
+    have passed its ops' own verifiers (a link's names and values pair up)."""
+    index = index_programs(func)
+    for op in func.body.block.ops:
+        if isinstance(op, RelayOp):
+            check_relay(op, index)
