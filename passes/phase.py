@@ -2,10 +2,14 @@
 
 Invariant: each statement (section or transfer), in source order, goes into the earliest
 phase after every statement it depends on (read-after-write, write-after-read,
-write-after-write; in-place carried state such as KV caches included) where its chips are
-free; two statements of one phase never share a chip and never touch what the other writes.
-Constants move to the top of the function (every chip holds its own), so the reordered
-program still defines each value before its use.
+write-after-write on each tensor's storage; in-place carried state such as KV caches
+included, wherever the storage came from — a ``tp.shard`` or a function argument) where its
+chips are free; two statements of one phase never share a chip and never touch what the other
+writes. A transfer copies without writing its tensor's storage: it follows the writer of what
+it copies, precedes any later in-place writer of it and the readers on its destination chip,
+and waits for no reader elsewhere (`tp_dialect.analysis.phases`). Constants move to the top
+of the function (every chip holds its own), so the reordered program still defines each value
+before its use.
 """
 
 from __future__ import annotations

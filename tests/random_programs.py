@@ -12,8 +12,15 @@ not the project's interpreter). Statements:
 * all-reduces over one value per chip, spelled ``tp.allreduce`` or the seed's left fold of
   ``linalg.add`` (chip 0 + chip 1 -> spine, + chip 2 -> spine, ...);
 * carried state: ``tensor.extract_slice`` of a row on chip c, then ``tensor.insert_slice`` of
-  it into a chip-c buffer in place (the buffer is never read again; its new value is);
-* returns of a few spine values and optionally a ``tp.unshard`` of one value per chip.
+  it into a chip-c buffer in place — a value computed on chip c, or a chip-typed function
+  argument (a cache passed in) — or the same on the spine (a spine statement updating a
+  spine argument or a computed spine value in place). A buffer's old value may be read, and
+  such reads come before its update in source order, never after (the buffer leaves every
+  pool at its update; only its new value is read from then on), often by a statement that
+  also reads a late value so that it would run late if nothing ordered it; the results of
+  those reads reach the outputs, so reading the new value instead shows in the numbers;
+* returns of a few spine values and optionally a ``tp.unshard`` of one value per chip (always,
+  with the old-value readers' results, when some are chip values).
 
 `Program.text` can also splice extra lines in before any statement (for leak injection).
 """
@@ -164,6 +171,7 @@ class _Builder:
         self.fulls: list[tuple[str, Partition]] = []
         self.empties: dict[int | None, list[str]] = {}
         self.counter = 0
+        self.old_readers: list[Val] = []  # results of reads of a buffer's old value
         self.n_allreduce = 0
         self.n_fold = 0
         seed = draw(st.integers(0, 2**32 - 1))
@@ -233,6 +241,13 @@ class _Builder:
         self.host_lines.append(f"%{name} = arith.constant dense<{value}> : {self.t(None)}")
         return self.bind(name, None, np.full(self.shape, value, F32), host=True)
 
+    def chip_arg(self, chip: int) -> Val:
+        """A chip-typed function argument: chip c's own tensor, passed in (e.g. its cache)."""
+        name = self.fresh("c")
+        self.args.append((name, self.t(chip)))
+        self.inputs[name] = self.random_array(self.shape)
+        return self.bind(name, chip, self.inputs[name], host=True)
+
     def full_arg(self) -> tuple[str, Partition]:
         part = self.partition(self.draw(st.integers(0, 1)))
         name = self.fresh("w")
@@ -246,9 +261,11 @@ class _Builder:
     def shard(self, chip: int) -> Val:
         name = self.fresh("v")
         how = self.draw(st.integers(0, 3))
-        if how == 0:
+        # A spine input updated in place is no longer live: never read its old value again.
+        spine_inputs = [v for v in self.live if v.name in self.inputs and v.chip is None]
+        if how == 0 and spine_inputs:
             # A chip's copy of a whole spine input: a one-range slice of it.
-            x = self.pick([v for v in self.values if v.name in self.inputs and v.chip is None])
+            x = self.pick(spine_inputs)
             r, c = self.shape
             sl = f"#tp.slice<axis = 0, ranges = [(0, {r})], full = [{r}, {c}]>"
             line = f"%{name} = tp.shard %{x.name} at {sl} : {self.t(None)} -> {self.t(chip)}"
@@ -307,8 +324,12 @@ class _Builder:
             return lhs
         return self.pick([v for v in candidates if v.name not in self.fold_results])
 
-    def allreduce(self) -> Val:
-        partials = [self.chip_value(c) for c in range(self.n)]
+    def allreduce(self, busy: frozenset[int] = frozenset()) -> Val:
+        """An all-reduce over a value of each chip: the latest one on the ``busy`` chips."""
+        partials = [
+            self.pool(c)[-1] if c in busy and self.pool(c) else self.chip_value(c)
+            for c in range(self.n)
+        ]
         name = self.fresh("s")
         total = self.env[partials[0].name]
         for p in partials[1:]:
@@ -341,13 +362,87 @@ class _Builder:
             )
         return self.bind(name, None, total)
 
-    def update(self, chip: int) -> Val:
-        """Carried state: a row of a chip-c value written in place into a chip-c buffer."""
-        buf = self.chip_value(chip)
-        src = self.chip_value(chip)
+    def buffer(self, chip: int | None) -> Val:
+        """The carried state to update in place on ``chip`` (None: the spine): a live value
+        there, or a new function argument (a cache passed in). Not a constant (every chip's
+        own) nor a fold's sum (a chain of adds the fold analyses follow)."""
+        if chip is None:
+            pool = [
+                v
+                for v in self.pool(None)
+                if (v.name in self.inputs or v.at >= 0) and v.name not in self.fold_results
+            ]
+        else:
+            pool = self.pool(chip)
+        if pool and self.draw(st.booleans()):
+            return self.pick(pool)
+        return self.spine_arg() if chip is None else self.chip_arg(chip)
+
+    def old_reader(self, buf: Val) -> Val:
+        """A statement reading ``buf``'s old value (before its update, in source order) and a
+        late value — often the sum of an all-reduce of fresh work on the other chips — so
+        that nothing but the storage orders it before the update. A chip buffer is read on
+        its chip; a spine one on the spine or on a chip."""
+        if buf.chip is None and self.draw(st.booleans()):
+            chip: int | None = None
+        else:
+            chip = buf.chip if buf.chip is not None else self.draw(st.integers(0, self.n - 1))
+        if self.n >= 2 and self.draw(st.integers(0, 3)) > 0:
+            # The sum of an all-reduce of fresh work on the other chips: the reader waits for
+            # it while the buffer's chip idles — phases the update would fill (and so run
+            # before the reader) if nothing but its operands ordered it.
+            busy = frozenset(range(self.n)) - {buf.chip}
+            for c in sorted(busy):
+                for _ in range(self.draw(st.integers(1, 3))):
+                    self.elementwise(c)
+            other = self.allreduce(busy)
+        else:
+            # In binding order, so that the last one is the latest value.
+            pool = [v for v in self.live if v.chip is None or v.chip == chip]
+            candidates = [v for v in pool if v != buf] or [buf]
+            other = candidates[-1] if self.draw(st.booleans()) else self.pick(candidates)
+        name = self.fresh("v")
+        lines: list[str] = []
+        if buf.chip == chip and other.chip == chip and self.draw(st.booleans()):
+            op = self.draw(st.sampled_from(["arith.subf", "arith.mulf"]))
+            lines.append(f"%{name} = {op} %{buf.name}, %{other.name} : {self.t(chip)}")
+            fn = ELEMENTWISE[op]
+            value = np.asarray(fn(self.env[buf.name], self.env[other.name]), dtype=F32)  # type: ignore[operator]
+        else:
+            e = self.empty(chip, lines)
+            lines.append(
+                f"%{name} = linalg.add ins(%{buf.name}, %{other.name} : {self.t(buf.chip)}, "
+                f"{self.t(other.chip)}) outs(%{e} : {self.t(chip)}) -> {self.t(chip)}"
+            )
+            value = np.asarray(self.env[buf.name] + self.env[other.name], dtype=F32)
+            self.add_results.add(name)
+        self.emit("spine" if chip is None else "chip", lines, [name])
+        reader = self.bind(name, chip, value)
+        self.old_readers.append(reader)
+        return reader
+
+    def update(self, chip: int | None) -> Val:
+        """Carried state: a row of a value on ``chip`` (None: the spine) written in place into
+        a buffer there, its old value perhaps read first."""
+        buf = self.buffer(chip)
         r, c = self.shape
+        # The row comes from another row of the buffer itself (an early read: a row moved
+        # within the cache) or from another value there — never the same row of the buffer
+        # (the update would change nothing, hiding a misordered reader), and chosen before
+        # the old value's reader is made (so it never waits for that reader).
+        others = [v for v in self.pool(chip) if v != buf]
         i = self.draw(st.integers(0, r - 1))
-        o = self.draw(st.integers(0, r - 1))
+        if r > 1 and (not others or self.draw(st.booleans())):
+            src = buf
+            o = (i + self.draw(st.integers(1, r - 1))) % r
+        else:
+            if others:
+                src = self.pick(others)
+            else:
+                src = self.shard(chip) if chip is not None else self.spine_arg()
+            o = self.draw(st.integers(0, r - 1))
+        if self.draw(st.integers(0, 3)) > 0:
+            self.old_reader(buf)
         row = self.fresh("row")
         row_t = self.t(chip, rows=1)
         self.emit(
@@ -396,7 +491,18 @@ def programs(
     if draw(st.booleans()):
         b.spine_constant()
     budget = draw(st.integers(min_statements, max_statements))
-    kinds = ["shard", "chip", "chip", "chip", "spine", "allreduce", "allreduce", "update"]
+    kinds = [
+        "shard",
+        "chip",
+        "chip",
+        "chip",
+        "spine",
+        "allreduce",
+        "allreduce",
+        "update",
+        "update",
+        "spine-update",
+    ]
     while len(b.stmts) < budget - 1:
         kind = draw(st.sampled_from(kinds))
         chip = draw(st.integers(0, n - 1))
@@ -408,8 +514,10 @@ def programs(
             b.elementwise(None)
         elif kind == "allreduce":
             b.allreduce()
-        else:
+        elif kind == "update":
             b.update(chip)
+        else:
+            b.update(None)
     results: list[tuple[str, str, str]] = []
     expected: dict[str, np.ndarray] = {}
     spine = b.pool(None)
@@ -419,11 +527,16 @@ def programs(
     picked = draw(
         st.lists(st.sampled_from(choices[::-1]), min_size=count, max_size=count, unique=True)
     )
+    # What read a buffer's old value reaches the outputs (if it is still live): a spine
+    # value is returned, a chip value is its chip's part of the unshard.
+    late = [v for v in b.old_readers if v in b.live]
+    picked += [v for v in late if v.chip is None and v not in picked]
     for k, v in enumerate(picked):
         results.append((v.name, b.t(None), f"out{k}"))
         expected[f"out{k}"] = b.env[v.name]
-    if draw(st.booleans()):
-        parts = [b.chip_value(c) for c in range(n)]
+    chip_readers = {v.chip: v for v in late if v.chip is not None}
+    if chip_readers or draw(st.booleans()):
+        parts = [chip_readers.get(c) or b.chip_value(c) for c in range(n)]
         part = b.partition(draw(st.integers(0, 1)))
         order = draw(st.permutations(range(n)))
         name = b.fresh("u")

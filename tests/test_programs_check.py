@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+import numpy as np
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
@@ -536,3 +537,23 @@ def test_block_arguments_are_values_a_duplicate_send_may_reuse() -> None:
     assert isinstance(arg, BlockArgument)
     rebuild(link, sends=[*zip(link.sent, link.sends, strict=True), (arg, name)])
     assert reason_of(refusal(func)) is TpReject.DUPLICATE_SEND
+
+
+@pytest.mark.parametrize(
+    "changes", [{"chip0": "1"}, {"recv_a": "tensor<8xf32>"}, {"send_b": '"a"'}]
+)
+def test_the_interpreter_and_tp_verify_refuse_programs_that_do_not_fit(
+    changes: dict[str, str],
+) -> None:
+    """What tp-relay refuses, running or certifying refuses too: no wrong result with exit 0."""
+    from tp_dialect.analysis.obligation import check_obligation
+    from tp_dialect.runtime.reference import run_program
+
+    module, _ = pair(**changes)
+    with pytest.raises(TpDiagnostic):
+        run_program(module, {"arg0": np.ones(4, np.float32)})
+    with pytest.raises(TpDiagnostic):
+        check_obligation(module)
+    sound, _ = pair()
+    run_program(sound, {"arg0": np.ones(4, np.float32)})
+    check_obligation(sound)

@@ -4,7 +4,9 @@
 
 Weights are sliced onto chips through the manifest as the host would load them; ``--check``
 also runs the unsharded program (regenerated from the module's ``tp.config``, or
-``--against FILE``) on the same weights and inputs and fails above tolerance.
+``--against FILE``) on the same weights and inputs and fails above tolerance. ``--storage``
+runs the program with in-place updates overwriting their caches' storage (as a chip would);
+the program checked against still runs with value semantics, the reference meaning.
 """
 
 from __future__ import annotations
@@ -59,6 +61,11 @@ def parser() -> argparse.ArgumentParser:
         help="also run the unsharded program and compare every output",
     )
     p.add_argument("--against", help="the unsharded program to check against (a file)")
+    p.add_argument(
+        "--storage",
+        action="store_true",
+        help="storage semantics: an in-place update (a KV cache write) overwrites its storage",
+    )
     p.add_argument(
         "--stats",
         action="store_true",
@@ -145,13 +152,17 @@ def _reference(args: argparse.Namespace, module: ModuleOp) -> ModuleOp:
 
 
 def execute(
-    module: ModuleOp, source: TensorSource, inputs: Mapping[str, np.ndarray]
+    module: ModuleOp,
+    source: TensorSource,
+    inputs: Mapping[str, np.ndarray],
+    storage: bool = False,
 ) -> tuple[dict[str, np.ndarray], float, float]:
-    """Load weights through the manifest, run; the results, load time and run time."""
+    """Load weights through the manifest, run (with ``storage``: under storage semantics);
+    the results, load time and run time."""
     t0 = time.perf_counter()
     placement = place_weights(module, source)
     t1 = time.perf_counter()
-    outputs = run_program(module, {**placement.values, **inputs}, placement.placed)
+    outputs = run_program(module, {**placement.values, **inputs}, placement.placed, storage)
     return outputs, t1 - t0, time.perf_counter() - t1
 
 
@@ -208,10 +219,11 @@ def _main(argv: Sequence[str] | None) -> int:
         raise UserError("give --inputs IN.npz or --random-inputs SEED (or --dry-run)")
     source = _source(args, module)
     inputs = _inputs(args, module)
-    outputs, load_s, run_s = execute(module, source, inputs)
+    outputs, load_s, run_s = execute(module, source, inputs, args.storage)
     chips = module.attributes.get("tp.chips")
     print(
-        f"ran {args.program} ({chips.value.data if chips else 1} chip(s)): "
+        f"ran {args.program} ({chips.value.data if chips else 1} chip(s)"
+        f"{', storage semantics' if args.storage else ''}): "
         f"load {load_s * 1e3:.1f} ms, run {run_s * 1e3:.1f} ms"
     )
     if args.stats:

@@ -9,15 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from xdsl.dialects.builtin import (
-    ArrayAttr,
-    DictionaryAttr,
-    FunctionType,
-    IntegerAttr,
-    ModuleOp,
-    TensorType,
-)
-from xdsl.ir import Attribute, Operation
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, ModuleOp
+from xdsl.ir import Attribute, Operation, ParametrizedAttribute
 from xdsl.utils.exceptions import VerifyException
 
 from tp_dialect.attrs import ChipAttr
@@ -49,33 +42,33 @@ def require_chips(op: Operation) -> int:
     return n
 
 
-def _chips_in(attr: Attribute) -> Iterator[int]:
+def chips_in(attr: Attribute) -> Iterator[int]:
+    """Every chip index ``attr`` names: a ``#tp.chip<c>`` anywhere inside it (a tensor's
+    encoding, a memref's memory space, a function type, an array or dictionary)."""
     if isinstance(attr, ChipAttr):
         yield attr.value
-    elif isinstance(attr, TensorType):
-        yield from _chips_in(attr.encoding)
-    elif isinstance(attr, FunctionType):
-        for a in (*attr.inputs.data, *attr.outputs.data):
-            yield from _chips_in(a)
+    elif isinstance(attr, ParametrizedAttribute):
+        for param in attr.parameters:
+            yield from chips_in(param)
     elif isinstance(attr, ArrayAttr):
         for a in attr.data:
-            yield from _chips_in(a)
+            yield from chips_in(a)
     elif isinstance(attr, DictionaryAttr):
         for a in attr.data.values():
-            yield from _chips_in(a)
+            yield from chips_in(a)
 
 
 def _op_chips(op: Operation) -> Iterator[tuple[int, str]]:
     for i, res in enumerate(op.results):
-        yield from ((c, f"result #{i}") for c in _chips_in(res.type))
+        yield from ((c, f"result #{i}") for c in chips_in(res.type))
     for i, opnd in enumerate(op.operands):
-        yield from ((c, f"operand #{i}") for c in _chips_in(opnd.type))
+        yield from ((c, f"operand #{i}") for c in chips_in(opnd.type))
     for region in op.regions:
         for block in region.blocks:
             for i, arg in enumerate(block.args):
-                yield from ((c, f"block argument #{i}") for c in _chips_in(arg.type))
+                yield from ((c, f"block argument #{i}") for c in chips_in(arg.type))
     for name, attr in (*op.properties.items(), *op.attributes.items()):
-        yield from ((c, f"attribute '{name}'") for c in _chips_in(attr))
+        yield from ((c, f"attribute '{name}'") for c in chips_in(attr))
 
 
 def check_chip_indices(module: ModuleOp) -> None:

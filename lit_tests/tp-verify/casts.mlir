@@ -80,3 +80,26 @@ builtin.module attributes {tp.chips = 2 : i64} {
     func.return %t : tensor<4xf32>
   }
 }
+
+// -----
+// Branches between blocks are not followed (structured control flow only): refused.
+// CHECK-LABEL: error: 'cf.cond_br' branches between blocks, which placements do not follow: the shard obligation cannot be checked through it [opaque-op]
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @branch(%c: i1, %x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
+    cf.cond_br %c, ^bb1(%x : tensor<4xf32>), ^bb1(%y : tensor<4xf32>)
+  ^bb1(%r: tensor<4xf32>):
+    func.return %r : tensor<4xf32>
+  }
+}
+
+// -----
+// A memref whose memory space is chip 1 holds chip 1's data.
+// CHECK-LABEL: error: 'tensor.splat' computes spine value %t from %s (chip 1's data): chip data reaches the spine only through an all-reduce over every chip [leak-to-spine]
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @chip_memref(%m: memref<4xf32, #tp.chip<1>>) -> tensor<4xf32> {
+    %c0 = arith.constant 0 : index
+    %s = memref.load %m[%c0] : memref<4xf32, #tp.chip<1>>
+    %t = tensor.splat %s : tensor<4xf32>
+    func.return %t : tensor<4xf32>
+  }
+}

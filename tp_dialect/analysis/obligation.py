@@ -61,8 +61,10 @@ def check_obligation(module: ModuleOp) -> Provenance:
     """The module's provenance, once every rule of the obligation holds; else the first
     violation raised as a TpDiagnostic."""
     for op in module.walk():
-        if isinstance(op, func.FuncOp) and any(
-            isinstance(inner, ChipProgramOp) for block in op.body.blocks for inner in block.ops
+        if (
+            isinstance(op, func.FuncOp)
+            and len(op.body.blocks) == 1  # more blocks mean branches: refused as opaque below
+            and any(isinstance(inner, ChipProgramOp) for inner in op.body.block.ops)
         ):
             check_programs(op)  # one program a chip, buffers sent once, received as sent
     prov = Provenance(module)

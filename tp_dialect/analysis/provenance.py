@@ -29,13 +29,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import MemRefType, ModuleOp, UnregisteredOp
+from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType, UnregisteredOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.traits import IsTerminator, MemoryEffectKind, SymbolTable, get_effects
 
 from tp_dialect.analysis.folds import Fold, find_folds, visible
 from tp_dialect.attrs import chip_of
-from tp_dialect.grid import stated_chips
+from tp_dialect.grid import chips_in, stated_chips
 from tp_dialect.names import value_name
 from tp_dialect.ops import AllReduceOp, SectionOp, UnshardOp
 from tp_dialect.program_ops import ChipProgramOp, LinkOp, RelayOp
@@ -66,8 +66,11 @@ HOST = Placement(host=True)
 
 
 def declared(value: SSAValue) -> Placement:
-    """What a value's type says: the chip in a tensor type's encoding, else nothing."""
+    """What a value's type says: the chip in a tensor type's encoding (or anywhere else in the
+    type, such as a memref's memory space), else nothing."""
     chip = chip_of(value.type)
+    if chip is None and not isinstance(value.type, TensorType):
+        chip = next(chips_in(value.type), None)
     return SPINE if chip is None else Placement(frozenset((chip,)))
 
 
@@ -106,10 +109,13 @@ def opacity(op: Operation) -> tuple[TpReject, str] | None:
         if any(isinstance(v.type, MemRefType) for v in op.operands):
             return TpReject.OPAQUE_OP, "writes its memref operands in place"
         return None  # tensor semantics: results are functions of the operands
+    if op.successors:
+        # Block arguments fed by branches are not followed: structured control flow only.
+        return TpReject.OPAQUE_OP, "branches between blocks, which placements do not follow"
     if dialect in ("tp", "scf") or op.name in _VALUE_OPS or isinstance(op, _CONTAINERS):
         return None  # tp's own ops, and control flow whose contents are judged op by op
     if op.has_trait(IsTerminator):
-        return None
+        return None  # hands values to its region's op, which the solver follows
     effects = get_effects(op)
     if effects is None:
         return TpReject.OPAQUE_OP, "declares no memory effects, so what it writes is unknown"
@@ -202,7 +208,7 @@ class Solver:
     def _eval(self, op: Operation) -> list[Operation]:
         out: list[Operation] = []
         if isinstance(op, func.FuncOp):
-            for arg in op.body.block.args if op.body.blocks else ():
+            for arg in op.body.blocks[0].args if op.body.blocks else ():
                 self._set(arg, self.entry.get(arg, SPINE), out)
             return out
         if isinstance(op, ModuleOp | RelayOp):
@@ -297,7 +303,7 @@ class Provenance:
             arg: declared(arg)
             for op in module.walk()
             if isinstance(op, func.FuncOp) and op.body.blocks
-            for arg in op.body.block.args
+            for arg in op.body.blocks[0].args
         }
 
     def placement(self, value: SSAValue) -> Placement:
@@ -332,7 +338,7 @@ class Provenance:
         if key not in self._contexts:
             self._active.add(callee)
             try:
-                entry = dict(zip(callee.body.block.args, args, strict=True))
+                entry = dict(zip(callee.body.blocks[0].args, args, strict=True))
                 self._contexts[key] = Solver(self, callee, entry)
             finally:
                 self._active.discard(callee)

@@ -4,7 +4,14 @@ A *statement* is a top-level ``tp.section`` or ``tp.transfer``. A tensor is keye
 *storage* — a cache updated in place (``tensor.insert_slice``) is the same storage before and
 after, which is how carried state orders the sections that read and write it — and by the
 chip holding it. Host values (function arguments) and constants are held by every chip that
-reads them and cross nothing, so they are not touched.
+reads them and cross nothing (`reads_where` leaves them out unless asked), but their reads are
+touched all the same: a cache passed in as a function argument is storage too, and its
+in-place writer must wait for every earlier reader (DESIGN §3a).
+
+A transfer reads its tensor's storage on the source chip and *copies* it onto the destination
+chip: it writes no storage (the tensor is unchanged), so it orders only against the writer of
+what it copies, later in-place writers of that storage, and what happens to the copy on the
+destination chip (`SectionTouch.copies`).
 
 Where a section reads and writes: an ordinary section on chips S reads every operand and
 writes every result on each chip of S. A ``tp.allreduce`` section reads partial c where the
@@ -93,31 +100,37 @@ def collective(section: SectionOp) -> AllReduceOp | UnshardOp | None:
 
 @dataclass(frozen=True)
 class SectionTouch:
-    """What one statement touches, as far as its phase is concerned."""
+    """What one statement touches, as far as its phase is concerned: the (storage, chip) keys
+    it reads (host values included), writes (a section's results) and copies onto (a
+    transfer's destination: a new copy of an unchanged storage, not a write of it)."""
 
     op: Operation
     chips: frozenset[int]
     reads: frozenset[Key]
     writes: frozenset[Key]
+    copies: frozenset[Key] = frozenset()
 
 
-def reads_where(section: SectionOp, n_chips: int) -> Iterator[tuple[SSAValue, int]]:
-    """(value, chip) for every non-host value the section reads and the chip reading it."""
+def reads_where(
+    section: SectionOp, n_chips: int, hosts: bool = False
+) -> Iterator[tuple[SSAValue, int]]:
+    """(value, chip) for every value the section reads and the chip reading it: non-host
+    values only (what may have to cross), or host values too with ``hosts`` (for ordering)."""
     chips = section.chip_list
     coll = collective(section)
     if isinstance(coll, AllReduceOp):
         fold = coll.algorithm_name == "fold"
         for c, partial in enumerate(coll.partials):
-            if not is_host_value(partial):
+            if hosts or not is_host_value(partial):
                 yield partial, 0 if fold else c
         return
     if isinstance(coll, UnshardOp):
         for part in coll.parts:
-            if not is_host_value(part):
+            if hosts or not is_host_value(part):
                 yield part, chip_of(part.type) or 0
         return
     for value in captured(section):
-        if not is_host_value(value):
+        if hosts or not is_host_value(value):
             for c in chips:
                 yield value, c
 
@@ -131,16 +144,19 @@ def write_chips(section: SectionOp, n_chips: int) -> tuple[int, ...]:
 
 
 def touch(op: SectionOp | TransferOp, n_chips: int) -> SectionTouch:
-    """The SectionTouch of one statement."""
+    """The SectionTouch of one statement: every read (host values included, so a cache in a
+    function argument orders its readers before its in-place writer), every write, and a
+    transfer's copy (which reads its source and writes no storage)."""
     if isinstance(op, TransferOp):
         key = storage(op.input)
         return SectionTouch(
             op,
             frozenset((op.src, op.dst)),
             frozenset({(key, op.src)}),
+            frozenset(),
             frozenset({(key, op.dst)}),
         )
-    reads = frozenset((storage(v), c) for v, c in reads_where(op, n_chips))
+    reads = frozenset((storage(v), c) for v, c in reads_where(op, n_chips, hosts=True))
     wchips = write_chips(op, n_chips)
     writes = frozenset((storage(r), c) for r in op.outs for c in wchips)
     return SectionTouch(op, frozenset(op.chip_list), reads, writes)

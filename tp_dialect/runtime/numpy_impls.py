@@ -5,6 +5,18 @@ scalar statement and a ``linalg.generic`` body evaluated on whole arrays. tp's s
 mean what DESIGN §2 says: ``tp.shard`` cuts a slice (or returns the one the host already
 placed on the chip), ``tp.unshard`` stores the chips' slices back, ``tp.allreduce`` is the
 left fold of its partials in chip order.
+
+Two semantics for in-place updates. *Value* semantics (the default): ``tensor.insert_slice``
+returns an updated copy, so every SSA value keeps its contents forever and the order of
+statements only matters through their operands. *Storage* semantics (``storage=True``): an
+in-place update really overwrites the storage of its destination, as a chip holding a KV cache
+in its memory does, so a reader of that storage that runs after the writer sees the new data —
+which is how a wrong phase order shows in the numbers. Nothing else changes meaning: in
+storage mode no result shares memory with an operand except an in-place update's with its
+destination (extract_slice, reshapes, an all-reduce of one partial and ``tp.shard`` copy — a
+shard is the host loading a slice into the chip's own memory), so only an in-place update
+writes what another value reads; and linalg ``outs`` stay values in both (the generator
+shares init tensors between ops).
 """
 
 from __future__ import annotations
@@ -50,10 +62,16 @@ _DYNAMIC = -(2**63)
 def slice_of(full: np.ndarray, axis: int, ranges: Sequence[tuple[int, int]]) -> np.ndarray:
     """The ranges of ``full`` along ``axis``, concatenated in order (a TpSlice's meaning).
 
-    One range is a view, not a copy: no op here writes into its operands.
+    One range is a view, not a copy: under value semantics no op writes into its operands
+    (under storage semantics ``tp.shard`` copies it).
     """
     parts = [full[(slice(None),) * axis + (slice(s, s + n),)] for s, n in ranges]
     return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=axis)
+
+
+def _own(value: Any) -> Any:
+    """``value`` in storage of its own (an array copied; a scalar is already a value)."""
+    return np.array(value, copy=True) if isinstance(value, np.ndarray) else value
 
 
 def _run_kernel(
@@ -66,11 +84,20 @@ def _run_kernel(
 
 @register_impls
 class NumpyFunctions(InterpreterFunctions):
-    """arith, math, tensor, linalg and tp source ops on numpy values."""
+    """arith, math, tensor, linalg and tp source ops on numpy values, with value semantics
+    or (``storage=True``) storage semantics for in-place updates (see the module docstring)."""
 
-    def __init__(self, placed: dict[ShardOp, np.ndarray] | None = None) -> None:
+    def __init__(
+        self, placed: dict[ShardOp, np.ndarray] | None = None, storage: bool = False
+    ) -> None:
         # Slices the host already loaded onto chips: tp.shard returns these, uncut.
         self.placed = placed if placed is not None else {}
+        self.storage = storage
+
+    def _fresh(self, value: Any) -> Any:
+        """A result that may be a view of an operand, given storage of its own when in-place
+        updates are real (a view would see a later update of the operand)."""
+        return _own(value) if self.storage else value
 
     # -- arith / math ------------------------------------------------------------------
 
@@ -107,27 +134,33 @@ class NumpyFunctions(InterpreterFunctions):
         self, interpreter: Interpreter, op: tensor.ExtractSliceOp, args: PythonValues
     ):
         index = _slice_index(op, args[1:])
-        return (np.ascontiguousarray(args[0][index]),)
+        return (self._fresh(np.ascontiguousarray(args[0][index])),)
 
     @impl(tensor.InsertSliceOp)
     def run_insert_slice(
         self, interpreter: Interpreter, op: tensor.InsertSliceOp, args: PythonValues
     ):
-        dest = args[1].copy()
-        dest[_slice_index(op, args[2:])] = np.reshape(
-            args[0], dest[_slice_index(op, args[2:])].shape
-        )
+        # Storage semantics: the destination's own storage is overwritten, and the result
+        # IS that storage (touch.storage says the same); value semantics: an updated copy.
+        dest = args[1] if self.storage else args[1].copy()
+        if not dest.flags.writeable:
+            raise InterpretationError(
+                f"tensor.insert_slice into %{op.dest.name_hint or '?'}: its storage is "
+                "read-only, so it cannot be updated in place"
+            )
+        index = _slice_index(op, args[2:])
+        dest[index] = np.reshape(args[0], dest[index].shape)
         return (dest,)
 
     @impl(tensor.ExpandShapeOp)
     def run_expand(self, interpreter: Interpreter, op: tensor.ExpandShapeOp, args: PythonValues):
-        return (args[0].reshape(_shape(op)),)
+        return (self._fresh(args[0].reshape(_shape(op))),)
 
     @impl(tensor.CollapseShapeOp)
     def run_collapse(
         self, interpreter: Interpreter, op: tensor.CollapseShapeOp, args: PythonValues
     ):
-        return (args[0].reshape(_shape(op)),)
+        return (self._fresh(args[0].reshape(_shape(op))),)
 
     @impl(tensor.ConcatOp)
     def run_concat(self, interpreter: Interpreter, op: tensor.ConcatOp, args: PythonValues):
@@ -168,9 +201,11 @@ class NumpyFunctions(InterpreterFunctions):
 
     @impl(ShardOp)
     def run_shard(self, interpreter: Interpreter, op: ShardOp, args: PythonValues):
+        # In storage mode the chip gets its own copy (the host loads the slice into chip
+        # memory), never a view of the host's array that an in-place update would write.
         if op in self.placed:
-            return (self.placed[op],)
-        return (slice_of(args[0], op.slice.axis_index, op.slice.ranges),)
+            return (self._fresh(self.placed[op]),)
+        return (self._fresh(slice_of(args[0], op.slice.axis_index, op.slice.ranges)),)
 
     @impl(UnshardOp)
     def run_unshard(self, interpreter: Interpreter, op: UnshardOp, args: PythonValues):
@@ -207,6 +242,8 @@ class NumpyFunctions(InterpreterFunctions):
         total = args[0]
         for partial in args[1:]:
             total = total + partial  # the left fold, in chip order
+        if len(args) == 1:
+            total = self._fresh(total)  # one partial: the sum is stored apart from it
         return (np.asarray(total, dtype=result_dtype(op)),)
 
 

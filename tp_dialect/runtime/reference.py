@@ -1,4 +1,9 @@
-"""The reference interpreter (the "VM"): a tp program run on numpy, arguments bound by name."""
+"""The reference interpreter (the "VM"): a tp program run on numpy, arguments bound by name.
+
+Value semantics by default; ``storage=True`` runs in-place updates as real overwrites of their
+destination's storage (`NumpyFunctions`), so a phased program whose order lets a reader see a
+cache after its update gives different numbers.
+"""
 
 from __future__ import annotations
 
@@ -45,17 +50,23 @@ def run_program(
     module: ModuleOp,
     values: Mapping[str, Any],
     placed: dict[ShardOp, np.ndarray] | None = None,
+    storage: bool = False,
 ) -> dict[str, np.ndarray]:
-    """The entry function of ``module`` run on ``values``; its results by name."""
+    """The entry function of ``module`` run on ``values``; its results by name. With
+    ``storage``, in-place updates overwrite their destination's storage (the caller's arrays
+    are never written: the bound inputs are copied once)."""
     func = entry_function(module)
     ins, outs = ports(func)
     args = bind(ins, values)
+    if storage:
+        args = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
     if any(isinstance(op, ChipProgramOp) for op in func.body.block.ops):
-        results = run_linked(module, func, args, placed)  # per-chip programs: the relay
+        # per-chip programs: the relay
+        results = run_linked(module, func, args, placed, storage=storage)
     else:
         interpreter = Interpreter(module)
         interpreter.register_implementations(FuncFunctions())
-        interpreter.register_implementations(NumpyFunctions(placed))
+        interpreter.register_implementations(NumpyFunctions(placed, storage=storage))
         results = interpreter.call_op(func, tuple(args))
     return {
         port.name: np.asarray(r, dtype=port.numpy_dtype)

@@ -5,6 +5,11 @@ copies). ``RunTo(chip, h)`` resumes the chip where it stands, binding what its h
 from its inbox, and runs it until it arrives at halt ``h``, publishing what that halt sends;
 ``Copy(t, a, b)`` moves buffer ``t`` from chip a's outbox to chip b's inbox. A read of a
 buffer nobody copied fails loudly, naming it and the chip.
+
+Under storage semantics (``storage=True``, in-place updates overwrite storage) every chip has
+its own memory: its own copies of the host inputs, a send snapshots the buffer as the chip
+stands at its halt, and each copy gives the receiver a buffer of its own — so an in-place
+update on one chip is never seen by another.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from xdsl.interpreters.func import FuncFunctions
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
+from tp_dialect.analysis.programs import check_programs
 from tp_dialect.analysis.relay import Copy, RelayStep, RunTo
 from tp_dialect.ops import SectionOp, ShardOp
 from tp_dialect.passes.relay import schedule
@@ -27,15 +33,23 @@ from tp_dialect.program_ops import ChipProgramOp, CopyOp, FinishOp, LinkOp, Rela
 from tp_dialect.runtime.numpy_impls import NumpyFunctions
 
 
-def _interpreter(module: ModuleOp, placed: dict[ShardOp, np.ndarray] | None) -> Interpreter:
+def _interpreter(
+    module: ModuleOp, placed: dict[ShardOp, np.ndarray] | None, storage: bool = False
+) -> Interpreter:
     interpreter = Interpreter(module)
     interpreter.register_implementations(FuncFunctions())
-    interpreter.register_implementations(NumpyFunctions(placed))
+    interpreter.register_implementations(NumpyFunctions(placed, storage=storage))
     return interpreter
 
 
+def _own(value: Any, storage: bool) -> Any:
+    """``value`` as a chip's own buffer under storage semantics (arrays copied)."""
+    return np.array(value, copy=True) if storage and isinstance(value, np.ndarray) else value
+
+
 class ChipRunner:
-    """One chip's program, resumable at its halts."""
+    """One chip's program, resumable at its halts (with ``storage``, in a memory of its own:
+    its host inputs and what it sends are copies)."""
 
     def __init__(
         self,
@@ -43,11 +57,14 @@ class ChipRunner:
         program: ChipProgramOp,
         inputs: Sequence[Any],
         placed: dict[ShardOp, np.ndarray] | None,
+        storage: bool = False,
     ) -> None:
         self.chip = program.chip_index
-        self.interpreter = _interpreter(module, placed)
+        self.storage = storage
+        self.interpreter = _interpreter(module, placed, storage)
         block = program.body.block
-        self.interpreter.set_values(zip(block.args, inputs, strict=True))
+        own = [_own(v, storage) for v in inputs]
+        self.interpreter.set_values(zip(block.args, own, strict=True))
         self.ops = list(block.ops)
         self.next = 0
         self.standing: LinkOp | None = None
@@ -109,7 +126,7 @@ class ChipRunner:
                 else:
                     self.standing = op
                     for name, value in zip(op.sends, interp.get_values(op.sent), strict=True):
-                        self.outbox[name] = value
+                        self.outbox[name] = _own(value, self.storage)  # as it is at the halt
                 return op
             results = interp.run_op(op, interp.get_values(op.operands))
             interp.set_values(zip(op.results, results, strict=True))
@@ -136,16 +153,23 @@ def run_linked(
     func: FuncOp,
     args: Sequence[Any],
     placed: dict[ShardOp, np.ndarray] | None = None,
+    storage: bool = False,
 ) -> tuple[Any, ...]:
-    """``func`` — per-chip programs, host statements, return — run under its relay."""
-    host = _interpreter(module, placed)
+    """``func`` — per-chip programs, host statements, return — run under its relay; with
+    ``storage``, under storage semantics, each chip in a memory of its own. Programs that do
+    not fit together (two for one chip, a buffer sent twice or received as another type, a
+    relay written for other programs) are refused before anything runs."""
+    check_programs(func)
+    host = _interpreter(module, placed, storage)
     host.set_values(zip(func.body.block.args, args, strict=True))
     runners: dict[int, ChipRunner] = {}
     programs: list[ChipProgramOp] = []
     for op in func.body.block.ops:
         if isinstance(op, ChipProgramOp):
             programs.append(op)
-            runners[op.chip_index] = ChipRunner(module, op, host.get_values(op.inputs), placed)
+            runners[op.chip_index] = ChipRunner(
+                module, op, host.get_values(op.inputs), placed, storage
+            )
     for step in relay_steps(func):
         if isinstance(step, Copy):
             src = runners[step.src].outbox
@@ -153,7 +177,7 @@ def run_linked(
                 raise InterpretationError(
                     f"the relay copies '{step.tensor}' from chip {step.src}, which has not sent it"
                 )
-            runners[step.dst].inbox[step.tensor] = src[step.tensor]
+            runners[step.dst].inbox[step.tensor] = _own(src[step.tensor], storage)
         else:
             runners[step.chip].run_to(step.halt)
     for program in programs:
