@@ -41,8 +41,9 @@ lint: $(STAMP)
 	$(BIN)/ruff check tp_dialect passes tools tests benchmarks
 	$(BIN)/ruff format --check tp_dialect passes tools tests benchmarks
 
+# Tests spread over every core (pytest-xdist): the suite is CPU-bound.
 pytest: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto
 
 lit: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/lit -sv lit_tests
@@ -53,7 +54,7 @@ test: lint pytest lit
 # kind; 600 -> 10,440 injected programs).
 FUZZ_EXAMPLES ?= 600
 fuzz: $(STAMP)
-	TP_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest tests/test_leak_injection.py -k injected
+	TP_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -n auto tests/test_leak_injection.py -k injected
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
