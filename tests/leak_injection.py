@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from xdsl.dialects import arith, bufferization, func, scf, tensor
 from xdsl.dialects.builtin import (
@@ -119,27 +120,32 @@ def _chip_values(anchor: Operation, chip: int | None = None) -> list[SSAValue]:
     ]
 
 
-def _site(module: ModuleOp, rng: random.Random) -> tuple[Operation, SSAValue, SSAValue] | None:
+@dataclass(frozen=True)
+class Site:
+    """Where a leak goes: right after ``anchor``, into its spine result ``spine`` (whose later
+    readers then read the leak), with ``chip`` a chip tensor visible there."""
+
+    anchor: Operation
+    spine: SSAValue
+    chip: SSAValue
+
+    def splice(self, ops: list[Operation], replacement: SSAValue) -> None:
+        """Insert ``ops`` after the anchor; later readers of the spine value read
+        ``replacement`` (computed by ``ops``) instead."""
+        block = self.anchor.parent_block()
+        assert block is not None
+        block.insert_ops_after(ops, self.anchor)
+        mine = {inner for op in ops for inner in op.walk()}
+        self.spine.replace_uses_with_if(replacement, lambda use: use.operation not in mine)
+
+
+def _site(module: ModuleOp, rng: random.Random) -> Site | None:
     """A spine value to leak into and a chip tensor visible there."""
     sites = [(op, r) for op, r in _statement_sites(module) if _chip_values(op)]
     if not sites:
         return None
     op, r = rng.choice(sites)
-    return op, r, rng.choice(_chip_values(op))
-
-
-def _insert_after(anchor: Operation, ops: list[Operation]) -> None:
-    block = anchor.parent_block()
-    assert block is not None
-    block.insert_ops_after(ops, anchor)
-
-
-def _follow(old: SSAValue, new: SSAValue, inserted: list[Operation]) -> None:
-    """Later readers of ``old`` read ``new`` instead (the leak flows on)."""
-    mine = set()
-    for op in inserted:
-        mine.update(op.walk())
-    old.replace_uses_with_if(new, lambda use: use.operation not in mine)
+    return Site(op, r, rng.choice(_chip_values(op)))
 
 
 def _index(value: int = 0) -> arith.ConstantOp:
@@ -174,14 +180,12 @@ def _into_spine(s: SSAValue, r: SSAValue, rng: random.Random) -> tuple[list[Oper
 
 
 def chip_scalar(module: ModuleOp, rng: random.Random) -> str | None:
-    site = _site(module, rng)
-    if site is None:
+    if (site := _site(module, rng)) is None:
         return None
-    anchor, r, v = site
+    r, v = site.spine, site.chip
     read, s = _scalar_of(v)
     write, r2 = _into_spine(s, r, rng)
-    _insert_after(anchor, read + write)
-    _follow(r, r2, read + write)
+    site.splice(read + write, r2)
     return f"a scalar of chip {chip_of(v.type)}'s %{v.name_hint} written into spine %{r.name_hint}"
 
 
@@ -206,23 +210,20 @@ def capture(module: ModuleOp, rng: random.Random) -> str | None:
         g.body.block.insert_ops_before([*read, add], yield_op)
         yield_op.operands = [add.result, *yield_op.operands[1:]]
         return f"linalg.generic body captures chip {chip_of(v.type)}'s %{v.name_hint}"
-    site = _site(module, rng)
-    if site is None:
+    if (site := _site(module, rng)) is None:
         return None
-    anchor, r, v = site
+    r, v = site.spine, site.chip
     read, s = _scalar_of(v)
     write, r2 = _into_spine(s, r, rng)
     region = scf.ExecuteRegionOp([r.type], Region(Block([*read, *write, scf.YieldOp(r2)])))
-    _insert_after(anchor, [region])
-    _follow(r, region.results[0], [region])
+    site.splice([region], region.results[0])
     return f"scf.execute_region captures chip {chip_of(v.type)}'s %{v.name_hint}"
 
 
 def wrap_if(module: ModuleOp, rng: random.Random) -> str | None:
-    site = _site(module, rng)
-    if site is None:
+    if (site := _site(module, rng)) is None:
         return None
-    anchor, r, v = site
+    r, v = site.spine, site.chip
     read, s = _scalar_of(v)
     if rng.random() < 0.5:  # the leak inside the branch of a spine condition
         cond = arith.ConstantOp(IntegerAttr(1, i1))
@@ -236,16 +237,14 @@ def wrap_if(module: ModuleOp, rng: random.Random) -> str | None:
         pre = [*read, cond]
         what = "as the condition of scf.if"
     if_op = scf.IfOp(cond, [r.type], then, [scf.YieldOp(r)])
-    _insert_after(anchor, [*pre, if_op])
-    _follow(r, if_op.results[0], [*pre, if_op])
+    site.splice([*pre, if_op], if_op.results[0])
     return f"chip {chip_of(v.type)}'s scalar {what}"
 
 
 def wrap_for(module: ModuleOp, rng: random.Random) -> str | None:
-    site = _site(module, rng)
-    if site is None:
+    if (site := _site(module, rng)) is None:
         return None
-    anchor, r, v = site
+    r, v = site.spine, site.chip
     read, s = _scalar_of(v)
     c0, c1 = _index(0), _index(1)
     pre: list[Operation] = [*read, c0, c1]
@@ -264,16 +263,14 @@ def wrap_for(module: ModuleOp, rng: random.Random) -> str | None:
         body.add_ops([scf.YieldOp(acc)])
         what = "as the bound of scf.for"
     loop = scf.ForOp(c0.result, ub, c1.result, [r], body)
-    _insert_after(anchor, [*pre, loop])
-    _follow(r, loop.results[0], [*pre, loop])
+    site.splice([*pre, loop], loop.results[0])
     return f"chip {chip_of(v.type)}'s scalar {what}"
 
 
 def cast(module: ModuleOp, rng: random.Random) -> str | None:
-    site = _site(module, rng)
-    if site is None:
+    if (site := _site(module, rng)) is None:
         return None
-    anchor, r, v = site
+    r, v = site.spine, site.chip
     assert isinstance(v.type, TensorType)
     spine_t = on_chip(v.type, None)
     if rng.random() < 0.5:
@@ -289,8 +286,7 @@ def cast(module: ModuleOp, rng: random.Random) -> str | None:
     read, s = _scalar_of(clean)
     write, r2 = _into_spine(s, r, rng)
     ops = [*laundered, *read, *write]
-    _insert_after(anchor, ops)
-    _follow(r, r2, ops)
+    site.splice(ops, r2)
     return f"chip {chip_of(v.type)}'s %{v.name_hint} laundered through {how}"
 
 

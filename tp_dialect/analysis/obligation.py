@@ -38,7 +38,7 @@ from xdsl.ir.affine import AffineDimExpr
 from tp_dialect.analysis.programs import check_programs
 from tp_dialect.analysis.provenance import Provenance, Solver
 from tp_dialect.analysis.touch import captured
-from tp_dialect.analysis.values import origin, shard_of
+from tp_dialect.analysis.values import defined_within, origin, shard_of
 from tp_dialect.attrs import chip_of
 from tp_dialect.names import value_name
 from tp_dialect.ops import (
@@ -165,16 +165,6 @@ def _describe(v: SSAValue, chip: int) -> str:
     return f"{name} on chip {chip}" if chip_of(v.type) == chip else f"{name} (chip {chip}'s data)"
 
 
-def _inside(value: SSAValue, op: Operation) -> bool:
-    owner = value.owner
-    current = owner.parent_op() if isinstance(owner, Block) else owner
-    while current is not None:
-        if current is op:
-            return True
-        current = current.parent_op()
-    return False
-
-
 def _witness(op: Operation, solver: Solver, chip: int, default: str | None = None) -> str:
     """Where ``op`` gets ``chip``'s data from: an operand, a value its regions capture, or an
     operand of a region op it is nested in (control dependence)."""
@@ -183,7 +173,7 @@ def _witness(op: Operation, solver: Solver, chip: int, default: str | None = Non
             return _origin(v, solver, chip)
     for inner in op.walk():
         for v in inner.operands if inner is not op else ():
-            if not _inside(v, op) and chip in solver.placement(v).chips:
+            if not defined_within(v, op) and chip in solver.placement(v).chips:
                 return f"{_origin(v, solver, chip)}, read inside its region"
     parent = op.parent_op()
     while parent is not None and not isinstance(parent, SectionOp | ChipProgramOp | func.FuncOp):

@@ -27,8 +27,9 @@ from dataclasses import dataclass
 
 from xdsl.dialects import arith, tensor
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 
+from tp_dialect.analysis.values import defined_within
 from tp_dialect.attrs import chip_of
 from tp_dialect.ops import AllReduceOp, BarrierOp, SectionOp, TransferOp, UnshardOp, YieldOp
 
@@ -59,23 +60,13 @@ def captured(section: SectionOp) -> list[SSAValue]:
     for op in section.body.walk():
         for operand in op.operands:
             if operand not in inside and operand not in seen:
-                if not _defined_within(operand, section):
+                if not defined_within(operand, section):
                     seen[operand] = None
         inside.update(op.results)
         for region in op.regions:
             for block in region.blocks:
                 inside.update(block.args)
     return list(seen)
-
-
-def _defined_within(value: SSAValue, section: SectionOp) -> bool:
-    owner = value.owner
-    op = owner.parent_op() if isinstance(owner, Block) else owner
-    while op is not None:
-        if op is section:
-            return True
-        op = op.parent_op()
-    return False
 
 
 def storage(value: SSAValue) -> SSAValue:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import BlockArgument, OpResult, SSAValue, Use
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue, Use
 
 from tp_dialect.ops import SectionOp, ShardOp, YieldOp
 from tp_dialect.program_ops import ChipProgramOp, FinishOp, LinkOp
@@ -108,3 +108,15 @@ def shard_of(value: SSAValue, sends: Mapping[str, SSAValue] | None = None) -> Sh
     """The ``tp.shard`` that ``value`` stands for (see `origin`), if it is one."""
     owner = origin(value, sends).owner
     return owner if isinstance(owner, ShardOp) else None
+
+
+def defined_within(value: SSAValue, op: Operation) -> bool:
+    """Whether ``value`` is defined inside ``op``'s regions (by an op nested in it, or as a
+    block argument of one of its blocks), rather than captured from above."""
+    owner = value.owner
+    current = owner.parent_op() if isinstance(owner, Block) else owner
+    while current is not None:
+        if current is op:
+            return True
+        current = current.parent_op()
+    return False
