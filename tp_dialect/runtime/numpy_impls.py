@@ -69,7 +69,7 @@ def slice_of(full: np.ndarray, axis: int, ranges: Sequence[tuple[int, int]]) -> 
     return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=axis)
 
 
-def _own(value: Any) -> Any:
+def own_storage(value: Any) -> Any:
     """``value`` in storage of its own (an array copied; a scalar is already a value)."""
     return np.array(value, copy=True) if isinstance(value, np.ndarray) else value
 
@@ -97,7 +97,7 @@ class NumpyFunctions(InterpreterFunctions):
     def _fresh(self, value: Any) -> Any:
         """A result that may be a view of an operand, given storage of its own when in-place
         updates are real (a view would see a later update of the operand)."""
-        return _own(value) if self.storage else value
+        return own_storage(value) if self.storage else value
 
     # -- arith / math ------------------------------------------------------------------
 

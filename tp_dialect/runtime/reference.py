@@ -17,7 +17,7 @@ from xdsl.interpreters.func import FuncFunctions
 
 from tp_dialect.ops import ShardOp
 from tp_dialect.program_ops import ChipProgramOp
-from tp_dialect.runtime.numpy_impls import NumpyFunctions
+from tp_dialect.runtime.numpy_impls import NumpyFunctions, own_storage
 from tp_dialect.runtime.relay_exec import run_linked
 from tp_dialect.signature import BindError, Port, entry_function, ports
 
@@ -59,7 +59,7 @@ def run_program(
     ins, outs = ports(func)
     args = bind(ins, values)
     if storage:
-        args = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
+        args = [own_storage(a) for a in args]
     if any(isinstance(op, ChipProgramOp) for op in func.body.block.ops):
         # per-chip programs: the relay
         results = run_linked(module, func, args, placed, storage=storage)

@@ -30,7 +30,7 @@ from tp_dialect.analysis.relay import Copy, RelayStep, RunTo
 from tp_dialect.ops import SectionOp, ShardOp
 from tp_dialect.passes.relay import schedule
 from tp_dialect.program_ops import ChipProgramOp, CopyOp, FinishOp, LinkOp, RelayOp, RunToOp
-from tp_dialect.runtime.numpy_impls import NumpyFunctions
+from tp_dialect.runtime.numpy_impls import NumpyFunctions, own_storage
 
 
 def _interpreter(
@@ -42,9 +42,9 @@ def _interpreter(
     return interpreter
 
 
-def _own(value: Any, storage: bool) -> Any:
-    """``value`` as a chip's own buffer under storage semantics (arrays copied)."""
-    return np.array(value, copy=True) if storage and isinstance(value, np.ndarray) else value
+def _kept(value: Any, storage: bool) -> Any:
+    """``value`` as a chip keeps it: under storage semantics in a buffer of its own."""
+    return own_storage(value) if storage else value
 
 
 class ChipRunner:
@@ -63,7 +63,7 @@ class ChipRunner:
         self.storage = storage
         self.interpreter = _interpreter(module, placed, storage)
         block = program.body.block
-        own = [_own(v, storage) for v in inputs]
+        own = [_kept(v, storage) for v in inputs]
         self.interpreter.set_values(zip(block.args, own, strict=True))
         self.ops = list(block.ops)
         self.next = 0
@@ -126,7 +126,7 @@ class ChipRunner:
                 else:
                     self.standing = op
                     for name, value in zip(op.sends, interp.get_values(op.sent), strict=True):
-                        self.outbox[name] = _own(value, self.storage)  # as it is at the halt
+                        self.outbox[name] = _kept(value, self.storage)  # as it is at the halt
                 return op
             results = interp.run_op(op, interp.get_values(op.operands))
             interp.set_values(zip(op.results, results, strict=True))
@@ -177,7 +177,7 @@ def run_linked(
                 raise InterpretationError(
                     f"the relay copies '{step.tensor}' from chip {step.src}, which has not sent it"
                 )
-            runners[step.dst].inbox[step.tensor] = _own(src[step.tensor], storage)
+            runners[step.dst].inbox[step.tensor] = _kept(src[step.tensor], storage)
         else:
             runners[step.chip].run_to(step.halt)
     for program in programs:
