@@ -18,18 +18,18 @@ $(STAMP): pyproject.toml | $(BIN)/python
 DEMO := build/demo
 
 # The main job: generate a tensor-parallel Qwen3 decode step, verify it, lower it through the
-# whole pipeline (sections, transfers, phases, per-chip programs, the host's relay), run every
-# stage and check it against the unsharded layer, printing per-layer figures; then one
-# real-dims qwen3-8b layer.
+# whole pipeline (sections, transfers, phases, per-chip programs, the host's relay), certify and
+# run every stage (the phased one with in-place caches: storage semantics) and check it against
+# the unsharded layer, printing per-layer figures; then one real-dims qwen3-8b layer.
 demo: $(STAMP)
 	@mkdir -p $(DEMO)
-	$(BIN)/tp-opt examples/megatron_mlp.mlir -o $(DEMO)/megatron_mlp.mlir
+	$(BIN)/tp-opt examples/megatron_mlp.mlir --tp-verify -o $(DEMO)/megatron_mlp.mlir
 	$(BIN)/tp-gen qwen3 --preset tiny --layers 2 --chips 4 -o $(DEMO)/tiny.mlir --manifest $(DEMO)/tiny.json
 	$(BIN)/tp-opt $(DEMO)/tiny.mlir --tp-verify -o $(DEMO)/tiny.verified.mlir
 	$(BIN)/tp-run $(DEMO)/tiny.verified.mlir --random-weights 0 --random-inputs 1 --position 5 --check
 	$(BIN)/tp-opt $(DEMO)/tiny.mlir --tp-verify --tp-relocate --tp-transfers --tp-phase --tp-verify -o $(DEMO)/tiny.phased.mlir
-	$(BIN)/tp-run $(DEMO)/tiny.phased.mlir --random-weights 0 --random-inputs 1 --position 5 --check --stats
-	$(BIN)/tp-opt $(DEMO)/tiny.phased.mlir --tp-link-points --tp-relay -o $(DEMO)/tiny.relay.mlir
+	$(BIN)/tp-run $(DEMO)/tiny.phased.mlir --random-weights 0 --random-inputs 1 --position 5 --check --stats --storage
+	$(BIN)/tp-opt $(DEMO)/tiny.phased.mlir --tp-link-points --tp-relay --tp-verify -o $(DEMO)/tiny.relay.mlir
 	$(BIN)/tp-run $(DEMO)/tiny.relay.mlir --random-weights 0 --random-inputs 1 --position 5 --check --stats
 	$(BIN)/tp-run $(DEMO)/tiny.phased.mlir --dry-run --machine sn40l
 	$(BIN)/tp-run $(DEMO)/tiny.relay.mlir --dry-run --machine sn40l --report $(DEMO)/tiny.report.json --trace $(DEMO)/tiny.trace.json --timeline $(DEMO)/tiny.timeline.png
