@@ -21,6 +21,7 @@ from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from tp_dialect.analysis.link_points import ChipPlan, link_points, runs_on
+from tp_dialect.analysis.provenance import Provenance
 from tp_dialect.analysis.touch import captured, collective, is_constant, statements
 from tp_dialect.certificate import kept
 from tp_dialect.grid import stated_chips
@@ -29,9 +30,10 @@ from tp_dialect.program_ops import ChipProgramOp, FinishOp, LinkOp
 from tp_dialect.signature import entry_function
 
 
-def _host_outputs(func: FuncOp, sections: list[SectionOp]) -> dict[SSAValue, int]:
+def _host_outputs(func: FuncOp, sections: list[SectionOp], prov: Provenance) -> dict[SSAValue, int]:
     """Values the host needs from the chips (returned, or stored by the host), each with the
-    chip that hands it over (for a replicated spine value, the lowest chip holding it)."""
+    chip that hands it over: the chip it lives on (chip provenance), or for a replicated spine
+    value the lowest chip holding it."""
     needed: list[SSAValue] = []
     ret = func.body.block.last_op
     assert isinstance(ret, ReturnOp)
@@ -44,8 +46,8 @@ def _host_outputs(func: FuncOp, sections: list[SectionOp]) -> dict[SSAValue, int
     out: dict[SSAValue, int] = {}
     for v in needed:
         owner = v.owner
-        if isinstance(owner, SectionOp) and runs_on(owner):
-            out.setdefault(v, min(runs_on(owner)))
+        if isinstance(owner, SectionOp) and (chips := runs_on(owner)):
+            out.setdefault(v, min(prov.home(v) & set(chips) or chips))
     return out
 
 
@@ -92,12 +94,12 @@ def _chip_program(func: FuncOp, plan: ChipPlan, outputs: list[SSAValue]) -> Chip
     return ChipProgramOp(c, list(inputs), Region(block), [v.type for v in outputs])
 
 
-def split_programs(func: FuncOp, n_chips: int) -> None:
+def split_programs(func: FuncOp, n_chips: int, prov: Provenance) -> None:
     """Rewrite ``func`` into per-chip programs and the host's statements."""
     plans = link_points(func, n_chips)
     stmts = statements(func)
     sections = [s for s in stmts if isinstance(s, SectionOp)]
-    owners = _host_outputs(func, sections)
+    owners = _host_outputs(func, sections, prov)
     block = func.body.block
     first = stmts[0] if stmts else block.last_op
     assert first is not None
@@ -137,4 +139,4 @@ class TpLinkPoints(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         with kept(op):  # every section runs where it ran; the programs only make it explicit
-            split_programs(entry_function(op), stated_chips(op) or 1)
+            split_programs(entry_function(op), stated_chips(op) or 1, Provenance(op))
