@@ -70,7 +70,7 @@ def check_obligation(module: ModuleOp) -> Provenance:
     prov = Provenance(module)
     called = {op.callee.string_value() for op in module.walk() if isinstance(op, func.CallOp)}
     entries = {
-        op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data not in called
+        op for op in module.walk() if isinstance(op, func.FuncOp) and op.sym_name.data not in called
     }
     for solver in prov.solvers:
         for op in solver.root.walk(region_first=True):
