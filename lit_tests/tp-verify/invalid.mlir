@@ -128,3 +128,21 @@ builtin.module attributes {tp.chips = 3 : i64} {
     func.return %s, %m : tensor<4xf32>, tensor<4xf32>
   }
 }
+
+// -----
+// A linalg.add written with a body of its own (here: a product with another chip-1 tensor)
+// is no add, so no fold: its sum of two chips' data is a leak.
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @custom_add(%p0: tensor<4xf32, #tp.chip<0>>, %p1: tensor<4xf32, #tp.chip<1>>, %q1: tensor<4xf32, #tp.chip<1>>) -> tensor<4xf32> {
+    %e = tensor.empty() : tensor<4xf32>
+// CHECK-LABEL: error: 'linalg.add' computes spine value %s from %p0 on chip 0: chip data reaches the spine only through an all-reduce over every chip [leak-to-spine]
+    %s = "linalg.add"(%p0, %p1, %e) <{operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%a: f32, %b: f32, %o: f32):
+      %i = arith.constant 0 : index
+      %x = tensor.extract %q1[%i] : tensor<4xf32, #tp.chip<1>>
+      %y = arith.mulf %a, %x : f32
+      linalg.yield %y : f32
+    }) : (tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<1>>, tensor<4xf32>) -> tensor<4xf32>
+    func.return %s : tensor<4xf32>
+  }
+}

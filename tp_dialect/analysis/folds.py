@@ -84,12 +84,27 @@ class Fold:
 
 
 def add_operands(op: Operation) -> tuple[SSAValue, SSAValue] | None:
-    """The two summands of an elementwise add, or None for any other op."""
-    if isinstance(op, linalg.AddOp) and len(op.inputs) == 2:
+    """The two summands of an elementwise add, or None for any other op (a ``linalg.add``
+    written with a body of its own that does anything but add its two elements included)."""
+    if isinstance(op, linalg.AddOp) and len(op.inputs) == 2 and _adds(op):
         return op.inputs[0], op.inputs[1]
     if isinstance(op, arith.AddfOp):
         return op.lhs, op.rhs
     return None
+
+
+def _adds(op: linalg.AddOp) -> bool:
+    """Whether ``op``'s body is exactly ``yield a + b`` of its two input elements."""
+    block = op.body.block
+    body = list(block.ops)
+    return (
+        len(body) == 2
+        and isinstance(add := body[0], arith.AddfOp)
+        and {add.lhs, add.rhs} == set(block.args[:2])
+        and add.lhs is not add.rhs
+        and isinstance(body[1], linalg.YieldOp)
+        and tuple(body[1].operands) == (add.result,)
+    )
 
 
 def visible(op: Operation) -> SSAValue:

@@ -84,11 +84,6 @@ def check_obligation(module: ModuleOp) -> Provenance:
 
 
 def _check_op(prov: Provenance, solver: Solver, op: Operation, entries: set[func.FuncOp]) -> None:
-    parent = op.parent_op()
-    if isinstance(parent, linalg.LinalgStructuredOperation) and not isinstance(
-        parent, linalg.GenericOp
-    ):
-        return  # a named op's implied body: the op itself is judged, as it is written
     if (why := prov.opaque.get(op)) is not None:
         reason, what = why
         raise reason.at(
@@ -106,6 +101,11 @@ def _check_op(prov: Provenance, solver: Solver, op: Operation, entries: set[func
                     "result): only the function's return may use it, computing on it would "
                     "move chip data to the spine without an all-reduce",
                 )
+    parent = op.parent_op()
+    if isinstance(parent, linalg.LinalgStructuredOperation) and not isinstance(
+        parent, linalg.GenericOp
+    ):
+        return  # a named op's body (its elements): the op itself is judged, as written
     _check_values(prov, solver, op)
     _check_residency(solver, op)
     if isinstance(op, func.ReturnOp) and op.parent_op() in entries:
