@@ -12,10 +12,10 @@ import time
 
 from xdsl.passes import PassPipeline
 
+from tp_dialect.analysis.programs import program_halts, programs
 from tp_dialect.analysis.relay import relay_schedule, rounds
 from tp_dialect.frontend.qwen3 import Qwen3Config, generate
 from tp_dialect.passes import TP_PASSES
-from tp_dialect.passes.relay import program_halts, programs
 from tp_dialect.signature import entry_function
 from tp_dialect.tools.source import parse_module
 from tp_dialect.universe import tp_context

@@ -10,6 +10,7 @@ from xdsl.passes import PassPipeline
 
 from tp_dialect.grid import check_chip_indices
 from tp_dialect.passes import TP_PASSES
+from tp_dialect.ssa import check_dominance
 from tp_dialect.tools.source import parse_module
 from tp_dialect.universe import tp_context
 
@@ -34,6 +35,7 @@ def parse(text: str) -> ModuleOp:
 
 def check_ir(module: ModuleOp) -> None:
     module.verify()
+    check_dominance(module)
     check_chip_indices(module)
 
 

@@ -46,8 +46,8 @@ from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.rewriter import Rewriter
 from xdsl.traits import IsolatedFromAbove, IsTerminator
 
+from tp_dialect.analysis.coverage import contracted_slices
 from tp_dialect.analysis.folds import find_folds
-from tp_dialect.analysis.obligation import contracted_slices
 from tp_dialect.analysis.provenance import Provenance
 from tp_dialect.analysis.values import origin
 from tp_dialect.attrs import chip_of, on_chip

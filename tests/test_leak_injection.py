@@ -140,3 +140,53 @@ def test_moving_an_argument_onto_a_chip_makes_the_certificate_stale() -> None:
     what = MUTATORS["move-argument"](module, random.Random(0))
     assert what is not None
     assert status(module) == "stale"
+
+
+def test_the_digest_sees_structure_properties_apart_from_attributes_and_forward_uses() -> None:
+    """Edits that change meaning change the digest: a property swapped with a same-named
+    attribute; a function moved into another region (its calls resolve elsewhere)."""
+    from tp_dialect.certificate import digest
+
+    base = """builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @f(%w: tensor<2x8xf32>) -> tensor<2x4xf32, #tp.chip<0>> {
+    %a = tp.shard %w at #tp.slice<axis = 1, ranges = [(0, 4)], full = [2, 8]> {slice = #tp.slice<axis = 1, ranges = [(4, 4)], full = [2, 8]>} : tensor<2x8xf32> -> tensor<2x4xf32, #tp.chip<0>>
+    func.return %a : tensor<2x4xf32, #tp.chip<0>>
+  }
+}"""
+    swapped = (
+        base.replace("(0, 4)", "(X, 4)").replace("(4, 4)", "(0, 4)").replace("(X, 4)", "(4, 4)")
+    )
+    assert digest(parse(base)) != digest(parse(swapped))
+    # The same ops in the same walk order; only which region @g sits in differs (and so
+    # which @f its call resolves to).
+    outer = """builtin.module {
+  func.func @f(%x: f32) -> f32 {
+    func.return %x : f32
+  }
+  builtin.module @inner {
+    func.func @f(%x: f32) -> f32 {
+      %y = arith.mulf %x, %x : f32
+      func.return %y : f32
+    }
+  }
+  func.func @g(%x: f32) -> f32 {
+    %y = func.call @f(%x) : (f32) -> f32
+    func.return %y : f32
+  }
+}"""
+    inner = """builtin.module {
+  func.func @f(%x: f32) -> f32 {
+    func.return %x : f32
+  }
+  builtin.module @inner {
+    func.func @f(%x: f32) -> f32 {
+      %y = arith.mulf %x, %x : f32
+      func.return %y : f32
+    }
+    func.func @g(%x: f32) -> f32 {
+      %y = func.call @f(%x) : (f32) -> f32
+      func.return %y : f32
+    }
+  }
+}"""
+    assert digest(parse(outer)) != digest(parse(inner))

@@ -459,7 +459,7 @@ def inject_run_to_halt(func: FuncOp, data: st.DataObject) -> Fault:
     end = max(ends, default=0) + 1
     halt = pick(data, [0, end + 1, end + 7, -1], "halt")
     run.properties["halt"] = IntegerAttr(halt, i64)
-    return Fault(TpReject.DEADLOCK, run, [f"chip {chip} to halt {halt}", "no such halt"], False)
+    return Fault(TpReject.DEADLOCK, run, [f"chip {chip} to halt {halt}", "halts next at"], False)
 
 
 INJECT: dict[str, Callable[[FuncOp, st.DataObject], Fault]] = {

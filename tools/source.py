@@ -18,6 +18,7 @@ from xdsl.utils.lexer import Input
 
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.grid import check_chip_indices
+from tp_dialect.ssa import check_dominance
 from tp_dialect.tools.common import LocatedError, UserError
 
 
@@ -130,6 +131,7 @@ def verify_located(module: ModuleOp) -> None:
                 raise TpDiagnostic(op, str(err)) from None
         raise TpDiagnostic(None, str(whole).split("\n")[0]) from None
     try:
+        check_dominance(module)
         check_chip_indices(module)
     except DiagnosticException as err:
         raise TpDiagnostic(getattr(err, "op", None), str(err)) from None

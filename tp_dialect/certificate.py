@@ -12,18 +12,25 @@ from __future__ import annotations
 import hashlib
 
 from xdsl.dialects.builtin import DictionaryAttr, ModuleOp, StringAttr
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 CERTIFICATE_ATTR = "tp.certificate"
 OBLIGATION = "shard-obligation"
 
 
 def digest(module: ModuleOp) -> str:
-    """A hash of everything ``module`` computes and where: every op's name, which values it
-    reads, the types of what it defines (a chip encoding is part of a type, so moving an
-    argument or a value to another chip changes the digest), its properties and attributes.
-    Value names and printing do not count; the certificate itself does not either."""
+    """A hash of everything ``module`` computes and where: its structure (which op sits in
+    which block of which region), every op's name, which values it reads (by definition,
+    also when a use comes before its definition), the types of what it defines (a chip
+    encoding is part of a type, so moving an argument or a value to another chip changes the
+    digest), its properties and its attributes (apart). Value names and printing do not
+    count; the certificate itself does not either."""
     ids: dict[SSAValue, int] = {}
+    for op in module.walk():  # every value numbered first: operands may refer forward
+        for region in op.regions:
+            for block in region.blocks:
+                ids.update((a, len(ids) + i) for i, a in enumerate(block.args))
+        ids.update((r, len(ids) + i) for i, r in enumerate(op.results))
     texts: dict[Attribute, str] = {}  # attributes are immutable: print each once
 
     def text(attr: Attribute) -> str:
@@ -32,20 +39,25 @@ def digest(module: ModuleOp) -> str:
         return t
 
     h = hashlib.sha256()
-    for op in module.walk():
+
+    def visit(op: Operation) -> None:
         parts = [op.name, ",".join(str(ids.get(v, -1)) for v in op.operands)]
         parts.append(",".join(text(r.type) for r in op.results))
-        for region in op.regions:
-            for block in region.blocks:
-                parts.append("^" + ",".join(text(a.type) for a in block.args))
-                for arg in block.args:
-                    ids[arg] = len(ids)
-        named = (*op.properties.items(), *op.attributes.items())
-        parts += sorted(f"{k}={text(v)}" for k, v in named if k != CERTIFICATE_ATTR)
+        parts += sorted(f"p:{k}={text(v)}" for k, v in op.properties.items())
+        parts += sorted(
+            f"a:{k}={text(v)}" for k, v in op.attributes.items() if k != CERTIFICATE_ATTR
+        )
         h.update("|".join(parts).encode())
+        for region in op.regions:
+            h.update(b"{")
+            for block in region.blocks:
+                h.update(("^" + ",".join(text(a.type) for a in block.args) + ":").encode())
+                for inner in block.ops:
+                    visit(inner)
+            h.update(b"}")
         h.update(b"\n")
-        for r in op.results:
-            ids[r] = len(ids)
+
+    visit(module)
     return h.hexdigest()
 
 

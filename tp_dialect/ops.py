@@ -359,6 +359,14 @@ class SectionOp(IRDLOperation):
                     f"'tp.section' result #{i} is on chip {owner}, which the section "
                     f"(on {list(chips)}) does not run on"
                 )
+        parent = self.parent_op()
+        if parent is not None and parent.name not in ("func.func", "tp.chip_program"):
+            # A statement of a function or of a chip's program; nested in other work, its
+            # chips would not say where that work runs.
+            raise VerifyException(
+                f"'tp.section' is a statement of a function or a chip program, not of "
+                f"'{parent.name}'"
+            )
 
 
 @irdl_op_definition

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import I64, ArrayAttr, IntegerAttr, StringAttr, i64
+from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -42,7 +43,7 @@ class ChipProgramOp(IRDLOperation):
     body = region_def("single_block")
     outputs = var_result_def()
 
-    traits = traits_def(IsolatedFromAbove())
+    traits = traits_def(IsolatedFromAbove(), HasParent(FuncOp))
 
     def __init__(
         self, chip: int, inputs: Sequence[SSAValue], body: Region, output_types: Sequence[Attribute]
@@ -202,7 +203,7 @@ class RelayOp(IRDLOperation):
 
     body = region_def("single_block")
 
-    traits = traits_def(NoTerminator())
+    traits = traits_def(NoTerminator(), HasParent(FuncOp))
 
     assembly_format = "attr-dict-with-keyword $body"
 

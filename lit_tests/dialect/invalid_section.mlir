@@ -61,3 +61,18 @@ func.func @f() {
 // CHECK-NEXT: tp.yield
   "tp.yield"() : () -> ()
 }
+
+// -----
+// A section is a statement: of a function, or of a chip's program, never nested in work.
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @nested(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %r = tp.section "outer" on [0, 1] {
+// CHECK-LABEL: error: 'tp.section' is a statement of a function or a chip program, not of 'tp.section'
+      %i = tp.section "inner" on [0] {
+        tp.yield %x : tensor<4xf32>
+      } : tensor<4xf32>
+      tp.yield %i : tensor<4xf32>
+    } : tensor<4xf32>
+    func.return %r : tensor<4xf32>
+  }
+}

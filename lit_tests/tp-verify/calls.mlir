@@ -73,3 +73,32 @@ builtin.module attributes {tp.chips = 2 : i64} {
     func.return %r : tensor<4xf32>
   }
 }
+
+// -----
+// The entry function (@decode, as tp-run binds it) hands the host chip 1's data, even when
+// some dead function also calls it.
+// CHECK-LABEL: error: result #0 %p1 on chip 1 is chip 1's data: the host gets the spine (an all-reduce's sum) or a host store (tp.unshard), never one chip's data [chip-result]
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @decode(%p1: tensor<4xf32, #tp.chip<1>>) -> tensor<4xf32, #tp.chip<1>> {
+    func.return %p1 : tensor<4xf32, #tp.chip<1>>
+  }
+  func.func private @unused(%p1: tensor<4xf32, #tp.chip<1>>) {
+    %r = func.call @decode(%p1) : (tensor<4xf32, #tp.chip<1>>) -> tensor<4xf32, #tp.chip<1>>
+    func.return
+  }
+}
+
+// -----
+// An all-reduce inside a helper: its result is the spine, whatever chips its arguments hold.
+// CHECK-LABEL: func.func @decode
+// CHECK: func.call @sum(%p0, %p1)
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func private @sum(%a: tensor<4xf32, #tp.chip<0>>, %b: tensor<4xf32, #tp.chip<1>>) -> tensor<4xf32> {
+    %s = tp.allreduce %a, %b : tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<1>> -> tensor<4xf32>
+    func.return %s : tensor<4xf32>
+  }
+  func.func @decode(%p0: tensor<4xf32, #tp.chip<0>>, %p1: tensor<4xf32, #tp.chip<1>>) -> tensor<4xf32> {
+    %r = func.call @sum(%p0, %p1) : (tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<1>>) -> tensor<4xf32>
+    func.return %r : tensor<4xf32>
+  }
+}

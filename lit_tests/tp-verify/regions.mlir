@@ -154,3 +154,47 @@ builtin.module attributes {tp.chips = 2 : i64} {
     func.return %g : tensor<4xf32>
   }
 }
+
+// -----
+// A value reaching a region op's result from deep inside it: scf.parallel's result is what
+// its nested scf.reduce combines, here with chip 1's scalar.
+// CHECK-LABEL: error: 'tensor.splat' computes spine value %t from %r (chip 1's data): chip data reaches the spine only through an all-reduce over every chip [leak-to-spine]
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @parallel_reduce(%p1: tensor<4xf32, #tp.chip<1>>) -> tensor<4xf32> {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %zero = arith.constant 0.0 : f32
+    %s = tensor.extract %p1[%c0] : tensor<4xf32, #tp.chip<1>>
+    %r = "scf.parallel"(%c0, %c4, %c1, %zero) <{operandSegmentSizes = array<i32: 1, 1, 1, 1>}> ({
+    ^bb0(%i: index):
+      %one = arith.constant 1.0 : f32
+      "scf.reduce"(%one) ({
+      ^bb1(%lhs: f32, %rhs: f32):
+        %x = arith.addf %lhs, %s : f32
+        "scf.reduce.return"(%x) : (f32) -> ()
+      }) : (f32) -> ()
+    }) : (index, index, index, f32) -> f32
+    %t = tensor.splat %r : tensor<4xf32>
+    func.return %t : tensor<4xf32>
+  }
+}
+
+// -----
+// Chip 0's and chip 1's partials carried through a loop each in its own iteration argument,
+// all-reduced after it: each argument holds its own chip's data only.
+// CHECK-LABEL: func.func @partials_through_loop
+// CHECK: tp.allreduce %r, %r_1
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @partials_through_loop(%n: index, %p0: tensor<4xf32, #tp.chip<0>>, %p1: tensor<4xf32, #tp.chip<1>>) -> tensor<4xf32> {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %r:2 = scf.for %i = %c0 to %n step %c1 iter_args(%a = %p0, %b = %p1) -> (tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<1>>) {
+      %a2 = arith.addf %a, %a : tensor<4xf32, #tp.chip<0>>
+      %b2 = arith.addf %b, %b : tensor<4xf32, #tp.chip<1>>
+      scf.yield %a2, %b2 : tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<1>>
+    }
+    %s = tp.allreduce %r#0, %r#1 : tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<1>> -> tensor<4xf32>
+    func.return %s : tensor<4xf32>
+  }
+}

@@ -115,7 +115,7 @@ builtin.module attributes {tp.chips = 2 : i64} {
 // -----
 // A spine scalar computed by chip 0's section (as a bad fusion would place it) and read by
 // chip 1: scalars do not cross chips.
-// CHECK-LABEL: error: %pos is computed by a section on chips [0], but is read on chip 1: a scalar does not cross chips, so it is computed wherever it is read [section-chip]
+// CHECK-LABEL: error: %pos is computed on chips [0], but is read on chip 1: a scalar does not cross chips, so it is computed wherever it is read [section-chip]
 // CHECK-NEXT: %w1 = tp.section "w1" on [1]
 builtin.module attributes {tp.chips = 2 : i64} {
   func.func @scalar_on_one_chip(%n: i64, %k0: tensor<4xf32, #tp.chip<0>>, %k1: tensor<4xf32, #tp.chip<1>>, %r: tensor<1xf32, #tp.chip<1>>) -> () {

@@ -48,7 +48,8 @@ class Fold:
     def is_allreduce(self, n_chips: int) -> bool:
         """One partial per chip of the grid, each on its chip, in chip order (a partial sum
         read by anything but the next add ends the chain short of that)."""
-        return self.chips == tuple(range(n_chips))
+        chips = self.chips
+        return len(chips) == n_chips and all(c == i for i, c in enumerate(chips))
 
     def refusal(self, n_chips: int) -> TpDiagnostic:
         """Why this fold is not an all-reduce over ``n_chips`` chips, located at its last add."""
@@ -71,16 +72,28 @@ class Fold:
                 f"'{self.escape.name}', which sees a sum missing {lacks}: only the next add "
                 "of a fold may read its partial sums",
             )
-        missing = sorted(set(range(n_chips)) - set(chips))
+        missing = _missing(chips, n_chips)
         repeated = sorted({c for c in chips if chips.count(c) > 1})
         faults = [f"repeats chip {', '.join(map(str, repeated))}"] if repeated else []
-        faults += [f"misses chip {', '.join(map(str, missing))}"] if missing else []
+        faults += [f"misses chip {missing}"] if missing else []
         why = " and ".join(faults) or f"is out of chip order {list(chips)}"
         return TpReject.FOLD_NOT_ALLREDUCE.at(
             self.ops[-1],
             f"fold of adds into {name} over partials on chips {list(chips)} {why}: "
             f"an all-reduce needs one partial per chip 0..{n_chips - 1}, in chip order",
         )
+
+
+def _missing(chips: tuple[int | None, ...], n_chips: int) -> str:
+    """The chips 0..n_chips-1 not in ``chips``, as ``1, 3`` or ``2..999`` runs (never a list
+    as long as the grid: N is a number the input states)."""
+    present = sorted({c for c in chips if c is not None and 0 <= c < n_chips})
+    runs, start = [], 0
+    for c in [*present, n_chips]:
+        if c > start:
+            runs.append(f"{start}" if c - start == 1 else f"{start}..{c - 1}")
+        start = c + 1
+    return ", ".join(runs)
 
 
 def add_operands(op: Operation) -> tuple[SSAValue, SSAValue] | None:

@@ -25,33 +25,35 @@ before the op holding it), as a `TpReject` diagnostic naming the op, the value a
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import ModuleOp, TensorType, UnregisteredOp
 from xdsl.dialects.linalg import ops as linalg
-from xdsl.dialects.linalg.attrs import IteratorType
 from xdsl.ir import Block, Operation, SSAValue
-from xdsl.ir.affine import AffineDimExpr
+from xdsl.traits import IsTerminator, SymbolTable
+from xdsl.utils.exceptions import VerifyException
 
+from tp_dialect.analysis.coverage import check_coverage
 from tp_dialect.analysis.programs import check_programs
-from tp_dialect.analysis.provenance import Provenance, Solver
+from tp_dialect.analysis.provenance import Provenance, Solver, join
 from tp_dialect.analysis.touch import captured
-from tp_dialect.analysis.values import defined_within, origin, shard_of
+from tp_dialect.analysis.values import defined_within
 from tp_dialect.attrs import chip_of
+from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.names import value_name
 from tp_dialect.ops import (
     AllReduceOp,
     BarrierOp,
     SectionOp,
-    ShardOp,
     TransferOp,
     UnshardOp,
     YieldOp,
 )
 from tp_dialect.program_ops import ChipProgramOp, FinishOp, LinkOp, RelayOp
 from tp_dialect.reject import TpReject
+from tp_dialect.signature import BindError, entry_function
+from tp_dialect.ssa import check_dominance
 
 _SPINE_RULE = "chip data reaches the spine only through an all-reduce over every chip"
 _PASSING = (YieldOp, FinishOp, LinkOp, TransferOp, BarrierOp, func.ReturnOp)
@@ -59,7 +61,12 @@ _PASSING = (YieldOp, FinishOp, LinkOp, TransferOp, BarrierOp, func.ReturnOp)
 
 def check_obligation(module: ModuleOp) -> Provenance:
     """The module's provenance, once every rule of the obligation holds; else the first
-    violation raised as a TpDiagnostic."""
+    violation raised as a TpDiagnostic (a malformed module — a use its definition does not
+    dominate — too: every rule assumes SSA)."""
+    try:
+        check_dominance(module)
+    except VerifyException as err:
+        raise TpDiagnostic(getattr(err, "op", None), str(err)) from None
     for op in module.walk():
         if (
             isinstance(op, func.FuncOp)
@@ -68,10 +75,7 @@ def check_obligation(module: ModuleOp) -> Provenance:
         ):
             check_programs(op)  # one program a chip, buffers sent once, received as sent
     prov = Provenance(module)
-    called = {op.callee.string_value() for op in module.walk() if isinstance(op, func.CallOp)}
-    entries = {
-        op for op in module.walk() if isinstance(op, func.FuncOp) and op.sym_name.data not in called
-    }
+    entries = _entries(module)
     for solver in prov.solvers:
         for op in solver.root.walk(region_first=True):
             _check_op(prov, solver, op, entries)
@@ -81,6 +85,22 @@ def check_obligation(module: ModuleOp) -> Provenance:
         elif op in prov.fold_sums:
             check_coverage(prov.fold_of[op].partials, op, prov.top)
     return prov
+
+
+def _entries(module: ModuleOp) -> set[func.FuncOp]:
+    """The functions a host may call: the entry function tp-run binds (``@decode``, or the
+    only one), and every function no call in the module resolves to."""
+    called = {
+        SymbolTable.lookup_symbol(op, op.callee)
+        for op in module.walk()
+        if isinstance(op, func.CallOp)
+    }
+    entries = {op for op in module.walk() if isinstance(op, func.FuncOp) and op not in called}
+    try:
+        entries.add(entry_function(module))
+    except BindError:
+        pass  # no single entry: every uncalled function is one
+    return entries
 
 
 def _check_op(prov: Provenance, solver: Solver, op: Operation, entries: set[func.FuncOp]) -> None:
@@ -128,6 +148,12 @@ def _check_values(prov: Provenance, solver: Solver, op: Operation) -> None:
         return
     if op in prov.fold_of:
         return  # a valid fold (an invalid one is refused before): its sums are sanctioned
+    if not op.results and not op.has_trait(IsTerminator):
+        # No result to hold a mix, but the statement itself works on several chips' data.
+        chips = join(solver.placement(v) for v in op.operands).chips
+        if len(chips) > 1:
+            a, b = sorted(chips)[:2]
+            raise TpReject.MIXED_CHIPS.at(op, _mixed(op, solver, a, b, op.operands[0]))
     for v in op.results:  # a region's block arguments never hold more than its results
         chips = solver.placement(v).chips
         owner = chip_of(v.type)
@@ -196,126 +222,111 @@ def _origin(v: SSAValue, solver: Solver, chip: int) -> str:
     return _describe(v, chip)
 
 
-def _where(op: Operation) -> tuple[str, tuple[int, ...]] | None:
+def _where(op: Operation) -> tuple[str, frozenset[int]] | None:
+    """What the work placed around ``op`` may touch, and why: a section on one chip, that
+    chip's data (and the spine); a section on several chips is replicated spine work, the
+    spine only; a chip's program, that chip's data."""
     parent = op.parent_op()
     while parent is not None:
         if isinstance(parent, SectionOp):
-            return f"its section runs on chips {list(parent.chip_list)}", parent.chip_list
+            chips = parent.chip_list
+            if len(chips) == 1:
+                return f"its section runs on chips {list(chips)}", frozenset(chips)
+            return (
+                f"its section runs on chips {list(chips)}: replicated spine work",
+                frozenset(),
+            )
         if isinstance(parent, ChipProgramOp):
-            return f"it is in chip {parent.chip_index}'s program", (parent.chip_index,)
+            return f"it is in chip {parent.chip_index}'s program", frozenset((parent.chip_index,))
         parent = parent.parent_op()
     return None
 
 
 def _check_residency(solver: Solver, op: Operation) -> None:
     """Work placed on chips touches only their data; a collective reads partials where they
-    live; a scalar is read only where its section computed it."""
+    live (a program may be handed another chip's partial for one); what a chip's program
+    sends and hands out is its own chip's data; a scalar is read only where it was
+    computed."""
     if isinstance(op, SectionOp):
-        _check_scalars_read(op)
+        _check_section_placement(op)
+    if isinstance(op, FinishOp | LinkOp):
+        program = op.parent_op()
+        assert isinstance(program, ChipProgramOp)
+        what = "handed out" if isinstance(op, FinishOp) else "sent"
+        values = op.values if isinstance(op, FinishOp) else op.sent
+        _check_program_io(solver, op, program, values, f"{what} by chip {program.chip_index}")
+        return
     if isinstance(op, (AllReduceOp, UnshardOp, SectionOp, *_PASSING)):
         return
     where = _where(op)
     if where is None:
         return
-    text, chips = where
+    text, allowed = where
     for v in (*op.results, *op.operands):
-        foreign = solver.placement(v).chips - set(chips)
+        foreign = solver.placement(v).chips - allowed
         if foreign:
             chip = min(foreign)
             verb = "is on" if chip_of(v.type) == chip else "derives from data on"
             raise TpReject.SECTION_CHIP.at(op, f"%{value_name(v)} {verb} chip {chip}, but {text}")
 
 
-def _check_scalars_read(section: SectionOp) -> None:
-    for v in captured(section):
-        owner = v.owner
-        if isinstance(v.type, TensorType) or not isinstance(owner, SectionOp):
-            continue
-        missing = sorted(set(section.chip_list) - set(owner.chip_list))
-        if missing:
+def _check_program_io(
+    solver: Solver,
+    at: Operation,
+    program: ChipProgramOp,
+    values: Sequence[SSAValue],
+    what: str,
+) -> None:
+    for v in values:
+        foreign = solver.placement(v).chips - {program.chip_index}
+        if foreign:
+            chip = min(foreign)
             raise TpReject.SECTION_CHIP.at(
-                section,
-                f"%{value_name(v)} is computed by a section on chips {list(owner.chip_list)}, "
-                f"but is read on chip {missing[0]}: a scalar does not cross chips, so it is "
-                "computed wherever it is read",
+                at,
+                f"%{value_name(v)} holds chip {chip}'s data, but is {what}: a chip's program "
+                "sends and hands out only its own chip's data and the spine",
             )
 
 
-# -- sums over slices that cover ------------------------------------------------------------
+def _check_section_placement(section: SectionOp) -> None:
+    """A section in a chip's program runs on that chip; a scalar a section reads is held
+    on every chip it runs on (scalars do not cross chips)."""
+    program = section.parent_op()
+    if isinstance(program, ChipProgramOp) and section.chip_list != (program.chip_index,):
+        raise TpReject.SECTION_CHIP.at(
+            section,
+            f"a section on chips {list(section.chip_list)} in chip {program.chip_index}'s "
+            f"program: a chip's program runs its own work only",
+        )
+    for v in captured(section):
+        if isinstance(v.type, TensorType):
+            continue  # tensors cross chips by tp.transfer
+        held = _held(v)
+        missing = sorted(set(section.chip_list) - held) if held is not None else []
+        if missing:
+            raise TpReject.SECTION_CHIP.at(
+                section,
+                f"%{value_name(v)} is computed on chips {sorted(held)}, but is read on chip "
+                f"{missing[0]}: a scalar does not cross chips, so it is computed wherever it "
+                "is read",
+            )
 
 
-@dataclass(frozen=True)
-class ContractedSlice:
-    """A ``tp.shard`` that a partial's contraction reads, on one axis the contraction sums:
-    the ranges of ``weight``'s ``axis`` (of ``size``) that the partial covers."""
-
-    shard: ShardOp
-    weight: SSAValue
-    axis: int
-    size: int
-    ranges: list[tuple[int, int]]
-
-
-def contracted_slices(partial: SSAValue, solver: Solver) -> Iterator[ContractedSlice]:
-    """For each ``tp.shard`` operand of the contraction computing ``partial`` (seen through
-    sections, programs and links) and each axis of its weight that the contraction sums: the
-    slice's ranges on its cut axis, the whole axis on any other."""
-    sends = solver.sends
-    op = origin(partial, sends).owner
-    if not isinstance(op, linalg.GenericOp):
-        return
-    reduced = {
-        i for i, it in enumerate(op.iterator_types.data) if it.data == IteratorType.REDUCTION
-    }
-    if not reduced:
-        return
-    for operand, amap in zip(op.inputs, op.indexing_maps.data, strict=False):
-        shard = shard_of(operand, sends)
-        if shard is None:
-            continue
-        weight = origin(shard.source, sends)
-        sl = shard.slice
-        for axis, expr in enumerate(amap.data.results):
-            if isinstance(expr, AffineDimExpr) and expr.position in reduced:
-                size = sl.full_shape[axis]
-                ranges = sl.ranges if axis == sl.axis_index else [(0, size)]
-                yield ContractedSlice(shard, weight, axis, size, ranges)
-
-
-def check_coverage(partials: Sequence[SSAValue], at: Operation, solver: Solver) -> None:
-    """Raise SLICES_OVERLAP / SLICES_GAP when the contractions summed by the all-reduce at
-    ``at`` read slices of one weight that overlap on, or leave out part of, the contracted
-    axis. Partials that are not contractions over shards make no claim and pass."""
-    held: dict[tuple[SSAValue, int], list[tuple[int, int, int]]] = {}  # (start, end, chip)
-    sizes: dict[tuple[SSAValue, int], int] = {}
-    for chip, partial in enumerate(partials):
-        for cut in contracted_slices(partial, solver):
-            key = (cut.weight, cut.axis)
-            sizes[key] = cut.size
-            held.setdefault(key, []).extend((s, s + n, chip) for s, n in cut.ranges)
-    for (weight, axis), spans in held.items():
-        what = f"axis {axis} of %{value_name(weight)}"
-        spans.sort()
-        reach = 0
-        reacher = -1
-        for start, end, chip in spans:
-            if start < reach:
-                raise TpReject.SLICES_OVERLAP.at(
-                    at,
-                    f"the all-reduce sums contractions over {what}, and chips {reacher} and "
-                    f"{chip} both hold [{start}, {min(end, reach)}): each chip's partial must "
-                    "sum its own part of the contracted axis, or the sum counts it twice",
-                )
-            if start > reach:
-                raise _gap(at, what, reach, start)
-            reach, reacher = end, chip
-        if reach < sizes[(weight, axis)]:
-            raise _gap(at, what, reach, sizes[(weight, axis)])
-
-
-def _gap(at: Operation, what: str, start: int, end: int) -> Exception:
-    return TpReject.SLICES_GAP.at(
-        at,
-        f"the all-reduce sums contractions over {what}, but no chip holds [{start}, {end}): "
-        "the partials' slices must cover the contracted axis, or the sum misses it",
-    )
+def _held(value: SSAValue, seen: set[SSAValue] | None = None) -> frozenset[int] | None:
+    """The chips a function-level value is held on (None: every chip): a section's result
+    on its chips; an op outside sections computes where all its operands are held."""
+    owner = value.owner
+    if isinstance(owner, SectionOp):
+        return frozenset(owner.chip_list)
+    if not isinstance(owner, Operation) or not isinstance(owner.parent_op(), func.FuncOp):
+        return None  # an argument (every chip holds its own), or local to a program
+    seen = set() if seen is None else seen
+    if value in seen:
+        return None
+    seen.add(value)
+    held: frozenset[int] | None = None
+    for v in owner.operands:
+        h = _held(v, seen)
+        if h is not None:
+            held = h if held is None else held & h
+    return held

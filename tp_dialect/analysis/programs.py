@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute
 
+from tp_dialect.analysis.relay import Deadlock, Halt, RelayStep, relay_schedule
 from tp_dialect.program_ops import ChipProgramOp, CopyOp, LinkOp, RelayOp, RunToOp
 from tp_dialect.reject import TpReject
 
@@ -110,15 +111,37 @@ def _check_receive(
         )
 
 
-def _halts(program: ChipProgramOp) -> tuple[list[int], int]:
-    """``program``'s link points in order, and its end: one past its last link, as
-    tp-relay numbers it."""
-    links = [link.halt for link in _links(program)]
-    return links, (links[-1] if links else 0) + 1
+def program_halts(program: ChipProgramOp) -> list[Halt]:
+    """A chip program's halts: its start (link 0 if it has one), its links, its end."""
+    links = list(_links(program))
+    halts = [] if links and links[0].halt == 0 else [Halt(0, frozenset(), frozenset())]
+    halts += [Halt(lk.halt, frozenset(lk.sends), frozenset(lk.receives)) for lk in links]
+    halts.append(Halt(halts[-1].index + 1, frozenset(), frozenset()))
+    return halts
 
 
-def _describe(links: list[int], end: int) -> str:
+def programs(func: FuncOp) -> list[ChipProgramOp]:
+    """``func``'s chip programs, in order."""
+    return [op for op in func.body.block.ops if isinstance(op, ChipProgramOp)]
+
+
+def schedule(func: FuncOp) -> list[RelayStep]:
+    """The relay schedule of ``func``'s chip programs (raises TpDiagnostic on deadlock)."""
+    progs = programs(func)
+    if not progs:
+        raise TpReject.NOT_SECTIONED.at(
+            None, "tp-relay needs per-chip programs: run tp-link-points first"
+        )
+    try:
+        return relay_schedule({p.chip_index: program_halts(p) for p in progs})
+    except Deadlock as err:
+        raise TpReject.DEADLOCK.at(progs[0], str(err)) from None
+
+
+def _describe(program: ChipProgramOp) -> str:
     """A program's halts in a few words (a program may have hundreds of links)."""
+    links = [link.halt for link in _links(program)]
+    end = (links[-1] if links else 0) + 1
     if not links:
         return f"it has no links; its end is halt {end}"
     if links == list(range(links[0], links[-1] + 1)):
@@ -129,12 +152,18 @@ def _describe(links: list[int], end: int) -> str:
 
 
 def check_relay(relay: RelayOp, index: ProgramIndex) -> None:
-    """Every step of ``relay`` fits the indexed programs — each copy moves a name its source
-    chip sends to a different chip whose program receives it, each run_to runs a chip that
-    has a program to a halt it has — or a located TpDiagnostic is raised at the first step
-    that does not (a relay that cannot be followed to its end: ``deadlock``, or
-    ``self-copy``)."""
-    targets: dict[int, tuple[set[int], str]] = {}  # per chip, computed once
+    """``relay``, replayed step by step as the host runs it, fits the indexed programs: each
+    copy moves a name its source chip has already sent (it stands past the halt that sends
+    it) to a different chip whose program receives it; each run_to runs a chip that has a
+    program to its next halt, once every name its current halt receives has been copied to
+    it; and every chip ends at its end. Else a located TpDiagnostic at the first step that
+    does not fit (a relay that cannot be followed to its end: ``deadlock``; a copy to the
+    same chip: ``self-copy``)."""
+    halts = {chip: program_halts(p) for chip, p in index.programs.items()}
+    pos = dict.fromkeys(halts, 0)
+    available: set[str] = set()  # names some chip has reached the halt that sends them
+    inbox: dict[int, set[str]] = {chip: set() for chip in halts}
+    misfit = "the relay does not fit the programs"
     for step in relay.body.block.ops:
         if isinstance(step, CopyOp):
             name, src, dst = step.tensor.data, step.source.value.data, step.dest.value.data
@@ -147,39 +176,54 @@ def check_relay(relay: RelayOp, index: ProgramIndex) -> None:
                 raise TpReject.DEADLOCK.at(
                     step,
                     f'{where} from chip {src}, but chip {src} never sends "{name}" ({who}): '
-                    "the relay does not fit the programs",
+                    f"{misfit}",
                 )
             if dst not in index.programs:
                 raise TpReject.DEADLOCK.at(
-                    step,
-                    f"{where} to chip {dst}, but chip {dst} has no program: the relay does "
-                    "not fit the programs",
+                    step, f"{where} to chip {dst}, but chip {dst} has no program: {misfit}"
                 )
             if name not in index.received[dst]:
                 raise TpReject.DEADLOCK.at(
                     step,
                     f"{where} to chip {dst}, but chip {dst}'s program never receives "
-                    f'"{name}": the relay does not fit the programs',
+                    f'"{name}": {misfit}',
                 )
+            if name not in available:
+                raise TpReject.DEADLOCK.at(
+                    step,
+                    f"{where} from chip {src} before chip {src} has sent it (at its link "
+                    f"{sent.link.halt}; it stands at halt {halts[src][pos[src]].index}): "
+                    f"{misfit}",
+                )
+            inbox[dst].add(name)
         elif isinstance(step, RunToOp):
             chip, halt = step.chip.value.data, step.halt.value.data
             where = f"'tp.run_to' round {step.round.value.data} runs chip {chip}"
-            program = index.programs.get(chip)
-            if program is None:
-                raise TpReject.DEADLOCK.at(
-                    step, f"{where}, which has no program: the relay does not fit the programs"
-                )
-            if chip not in targets:
-                links, end = _halts(program)
-                # Halt 0 is the start, where a chip stands before round 0: never a target.
-                targets[chip] = ((set(links) - {0}) | {end}, _describe(links, end))
-            halts, described = targets[chip]
-            if halt not in halts:
+            if chip not in halts:
+                raise TpReject.DEADLOCK.at(step, f"{where}, which has no program: {misfit}")
+            hs, p = halts[chip], pos[chip]
+            if p + 1 >= len(hs) or hs[p + 1].index != halt:
+                nxt = "has finished" if p + 1 >= len(hs) else f"halts next at {hs[p + 1].index}"
                 raise TpReject.DEADLOCK.at(
                     step,
-                    f"{where} to halt {halt}, but chip {chip}'s program has no such halt "
-                    f"({described}): the relay does not fit the programs",
+                    f"{where} to halt {halt}, but it {nxt} ({_describe(index.programs[chip])}): "
+                    f"{misfit}",
                 )
+            if missing := sorted(hs[p].receives - inbox[chip]):
+                raise TpReject.DEADLOCK.at(
+                    step,
+                    f'{where} to halt {halt} before "{missing[0]}", which it receives at '
+                    f"halt {hs[p].index}, was copied to it: {misfit}",
+                )
+            pos[chip] = p + 1
+            available |= hs[p + 1].sends
+    for chip, hs in halts.items():
+        if pos[chip] < len(hs) - 1:
+            raise TpReject.DEADLOCK.at(
+                relay,
+                f"the relay leaves chip {chip} at halt {hs[pos[chip]].index}, short of its "
+                f"end (halt {hs[-1].index}): {misfit}",
+            )
 
 
 def check_programs(func: FuncOp) -> None:
@@ -190,6 +234,7 @@ def check_programs(func: FuncOp) -> None:
     reason (duplicate-program, duplicate-send, self-copy, link-type, deadlock). ``func`` must
     have passed its ops' own verifiers (a link's names and values pair up)."""
     index = index_programs(func)
+    schedule(func)  # some order runs every chip to its end: no deadlock
     for op in func.body.block.ops:
         if isinstance(op, RelayOp):
             check_relay(op, index)

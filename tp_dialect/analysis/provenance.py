@@ -28,8 +28,8 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from xdsl.dialects import func
-from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType, UnregisteredOp
+from xdsl.dialects import arith, func, scf
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, TensorType, UnregisteredOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.traits import IsTerminator, MemoryEffectKind, SymbolTable, get_effects
 
@@ -91,9 +91,28 @@ _VALUE_OPS = frozenset(
         "func.return",
         "builtin.unrealized_conversion_cast",
         "vector.transfer_read",  # reads its source, writes nothing
+        "bufferization.alloc_tensor",  # a new tensor (of its copy operand, if any)
+        "bufferization.materialize_in_destination",  # with a result: a tensor, by value
     }
 )
 _CONTAINERS = (ModuleOp, func.FuncOp, ChipProgramOp, RelayOp)
+# What a region's contents reach no further than: ops that hand on only what their
+# terminators name (sections and programs) or that are no computation (functions, modules).
+_OPAQUE_BOUNDARIES = (ModuleOp, func.FuncOp, ChipProgramOp, RelayOp, SectionOp)
+
+
+def _static_shape_query(op: Operation) -> bool:
+    """``tensor.dim``/``memref.dim`` of a static dimension, by a constant index: the answer
+    is in the type, not in the data (so it holds no chip's data)."""
+    if op.name not in ("tensor.dim", "memref.dim") or len(op.operands) != 2:
+        return False
+    source, index = op.operands
+    const = index.owner
+    if not isinstance(const, arith.ConstantOp) or not isinstance(const.value, IntegerAttr):
+        return False
+    shape = getattr(source.type, "get_shape", lambda: ())()
+    i = const.value.value.data
+    return 0 <= i < len(shape) and shape[i] >= 0
 
 
 def opacity(op: Operation) -> tuple[TpReject, str] | None:
@@ -104,7 +123,13 @@ def opacity(op: Operation) -> tuple[TpReject, str] | None:
         return None  # followed into the callee (or found opaque there)
     if op.name == "func.call_indirect":
         return TpReject.OPAQUE_CALL, "calls through a value: its callee cannot be followed"
+    if any(len(region.blocks) > 1 for region in op.regions):
+        return TpReject.OPAQUE_OP, "has a region of several blocks: structured control flow only"
     dialect = op.dialect_name()
+    if dialect == "test":
+        return TpReject.OPAQUE_OP, "is a test op: the traits it declares are not its semantics"
+    if op.name == "bufferization.materialize_in_destination" and not op.results:
+        return TpReject.OPAQUE_OP, "writes its memref destination in place"
     if dialect == "linalg":
         if any(isinstance(v.type, MemRefType) for v in op.operands):
             return TpReject.OPAQUE_OP, "writes its memref operands in place"
@@ -192,8 +217,14 @@ class Solver:
         for use in value.uses:
             user = use.operation
             out.append(user)
-            if user.has_trait(IsTerminator) and (parent := user.parent_op()) is not None:
-                out.append(parent)  # region ops' results follow what their regions yield
+            # What a region computes reaches its op's results (through a terminator, or any
+            # nested op), and a section or program hands on what its terminator yields.
+            parent = user.parent_op()
+            while parent is not None and not isinstance(parent, _OPAQUE_BOUNDARIES):
+                out.append(parent)
+                parent = parent.parent_op()
+            if isinstance(parent, SectionOp | ChipProgramOp) and user.has_trait(IsTerminator):
+                out.append(parent)
             if isinstance(user, LinkOp) and use.index < len(user.sent):
                 out.extend(self.receivers.get(user.sends[use.index], ()))
 
@@ -244,28 +275,74 @@ class Solver:
             # it holds no chip's data as the spine sees it, but it may only be returned.
             self._set(op.result, HOST | ctx, out)
             return out
-        inputs = join(self.placement(v) for v in op.operands) | ctx
         if isinstance(op, func.CallOp):
+            # The callee, followed with these arguments, says what each result holds.
             for res, p in zip(op.res, self.prov.call(self, op), strict=True):
-                self._set(res, p | inputs, out)
+                self._set(res, p | ctx, out)
             return out
+        if isinstance(op, scf.ForOp):
+            return self._for(op, ctx, out)
+        if isinstance(op, scf.IfOp):
+            return self._if(op, ctx, out)
+        if _static_shape_query(op):
+            for res in op.results:  # a static size is the type's, the same on every chip
+                self._set(res, ctx | join(self.placement(v) for v in op.operands[1:]), out)
+            return out
+        inputs = join(self.placement(v) for v in op.operands) | ctx
         if op.regions:
+            # Any region op: everything inside depends on all its operands, and its results
+            # (and block arguments) on those and on everything computed anywhere inside it:
+            # every nested result, and what every nested terminator hands on (the only ways
+            # a value inside reaches out, effects being refused).
             self._set_inner(op, inputs, out)
-            yielded = inputs
-            for region in op.regions:
-                for block in region.blocks:
-                    last = block.last_op
-                    if last is not None and last.has_trait(IsTerminator):
-                        yielded = yielded | join(self.placement(v) for v in last.operands)
+            held = inputs | join(
+                self.placement(v)
+                for inner in op.walk()
+                if inner is not op
+                for v in (
+                    (*inner.results, *inner.operands)
+                    if inner.has_trait(IsTerminator)
+                    else inner.results
+                )
+            )
             for region in op.regions:
                 for block in region.blocks:
                     for arg in block.args:
-                        self._set(arg, yielded, out)
+                        self._set(arg, held, out)
             for res in op.results:
-                self._set(res, yielded, out)
+                self._set(res, held, out)
             return out
         for res in op.results:
             self._set(res, inputs, out)
+        return out
+
+    def _for(self, op: scf.ForOp, ctx: Placement, out: list[Operation]) -> list[Operation]:
+        """A loop: its body runs as often as its bounds say (control), each iteration
+        argument holds its initial value and what the body yields for it."""
+        control = ctx | join(self.placement(v) for v in (op.lb, op.ub, op.step))
+        self._set_inner(op, control, out)
+        block = op.body.block
+        self._set(block.args[0], control, out)
+        yielded = block.last_op.operands if block.last_op is not None else ()
+        for i, (init, res) in enumerate(zip(op.iter_args, op.res, strict=True)):
+            held = control | self.placement(init)
+            if i < len(yielded):
+                held = held | self.placement(yielded[i])
+            self._set(block.args[i + 1], held, out)
+            self._set(res, held, out)
+        return out
+
+    def _if(self, op: scf.IfOp, ctx: Placement, out: list[Operation]) -> list[Operation]:
+        """A choice: each result holds what either branch yields for it, and the condition."""
+        control = ctx | self.placement(op.cond)
+        self._set_inner(op, control, out)
+        for i, res in enumerate(op.output):
+            held = control
+            for region in op.regions:
+                last = region.block.last_op if region.blocks else None
+                if last is not None and i < len(last.operands):
+                    held = held | self.placement(last.operands[i])
+            self._set(res, held, out)
         return out
 
 

@@ -71,7 +71,9 @@ def captured(section: SectionOp) -> list[SSAValue]:
 
 def storage(value: SSAValue) -> SSAValue:
     """The buffer ``value`` lives in: an in-place update's result is its destination's."""
-    while True:
+    seen: set[SSAValue] = set()  # malformed IR (a section yielding its own result) goes round
+    while value not in seen:
+        seen.add(value)
         owner = value.owner
         if isinstance(owner, SectionOp):
             value = owner.yield_op.values[value.index]  # type: ignore[union-attr]
@@ -79,6 +81,7 @@ def storage(value: SSAValue) -> SSAValue:
             value = owner.dest
         else:
             return value
+    return value
 
 
 def collective(section: SectionOp) -> AllReduceOp | UnshardOp | None:

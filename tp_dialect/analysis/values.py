@@ -30,11 +30,13 @@ def origin(value: SSAValue, sends: Mapping[str, SSAValue] | None = None) -> SSAV
     the program operand it binds; with ``sends`` (from `sent_values`), a value a
     ``tp.link`` receives becomes the value the sending program sent under that name (once
     each, so links that go round in a malformed function end). The result is none of these
-    (or a receive met twice): in a source program (no sections, no programs) it is ``value``
-    itself, and a function argument stays that argument at every stage.
+    (or a value met twice, in malformed IR that goes round): in a source program (no
+    sections, no programs) it is ``value`` itself, and a function argument stays that
+    argument at every stage.
     """
-    followed: set[SSAValue] = set()  # receives followed: malformed links may go round
-    while True:
+    followed: set[SSAValue] = set()  # every value passed: malformed IR may go round
+    while value not in followed:
+        followed.add(value)
         if isinstance(value, OpResult):
             owner = value.op
             if isinstance(owner, SectionOp):
@@ -45,10 +47,9 @@ def origin(value: SSAValue, sends: Mapping[str, SSAValue] | None = None) -> SSAV
                 assert isinstance(finish, FinishOp)  # the program's verifier says so
                 value = finish.values[value.index]
                 continue
-            if sends is not None and isinstance(owner, LinkOp) and value not in followed:
+            if sends is not None and isinstance(owner, LinkOp):
                 sent = sends.get(owner.receives[value.index])
                 if sent is not None:
-                    followed.add(value)
                     value = sent
                     continue
         elif isinstance(value, BlockArgument):
@@ -57,6 +58,7 @@ def origin(value: SSAValue, sends: Mapping[str, SSAValue] | None = None) -> SSAV
                 value = program.inputs[value.index]
                 continue
         return value
+    return value  # round a cycle (a section yielding its own result): no further
 
 
 def sent_values(func: FuncOp) -> dict[str, SSAValue]:

@@ -25,10 +25,9 @@ from xdsl.interpreters.func import FuncFunctions
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
-from tp_dialect.analysis.programs import check_programs
+from tp_dialect.analysis.programs import check_programs, schedule
 from tp_dialect.analysis.relay import Copy, RelayStep, RunTo
 from tp_dialect.ops import SectionOp, ShardOp
-from tp_dialect.passes.relay import schedule
 from tp_dialect.program_ops import ChipProgramOp, CopyOp, FinishOp, LinkOp, RelayOp, RunToOp
 from tp_dialect.runtime.numpy_impls import NumpyFunctions, own_storage
 
