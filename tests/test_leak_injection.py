@@ -149,7 +149,9 @@ def test_the_digest_sees_structure_properties_apart_from_attributes_and_forward_
 
     base = """builtin.module attributes {tp.chips = 2 : i64} {
   func.func @f(%w: tensor<2x8xf32>) -> tensor<2x4xf32, #tp.chip<0>> {
-    %a = tp.shard %w at #tp.slice<axis = 1, ranges = [(0, 4)], full = [2, 8]> {slice = #tp.slice<axis = 1, ranges = [(4, 4)], full = [2, 8]>} : tensor<2x8xf32> -> tensor<2x4xf32, #tp.chip<0>>
+    %a = tp.shard %w at #tp.slice<axis = 1, ranges = [(0, 4)], full = [2, 8]>
+      {slice = #tp.slice<axis = 1, ranges = [(4, 4)], full = [2, 8]>}
+      : tensor<2x8xf32> -> tensor<2x4xf32, #tp.chip<0>>
     func.return %a : tensor<2x4xf32, #tp.chip<0>>
   }
 }"""
