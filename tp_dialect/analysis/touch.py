@@ -26,8 +26,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, tensor
-from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.traits import SymbolTable
 
 from tp_dialect.analysis.values import defined_within
 from tp_dialect.attrs import chip_of
@@ -70,7 +71,10 @@ def captured(section: SectionOp) -> list[SSAValue]:
 
 
 def storage(value: SSAValue) -> SSAValue:
-    """The buffer ``value`` lives in: an in-place update's result is its destination's."""
+    """The buffer ``value`` lives in: an in-place update's result is its destination's, a
+    section's result what it yields, a call's result the storage the callee returns (an
+    argument of the callee: the caller's operand for it)."""
+    calls: list[tuple[CallOp, FuncOp]] = []
     seen: set[SSAValue] = set()  # malformed IR (a section yielding its own result) goes round
     while value not in seen:
         seen.add(value)
@@ -79,9 +83,50 @@ def storage(value: SSAValue) -> SSAValue:
             value = owner.yield_op.values[value.index]  # type: ignore[union-attr]
         elif isinstance(owner, tensor.InsertSliceOp) and value is owner.result:
             value = owner.dest
+        elif isinstance(owner, CallOp) and (ret := _returned(owner)) is not None:
+            calls.append((owner, ret[0]))
+            value = ret[1].operands[value.index]  # type: ignore[attr-defined]
+        elif isinstance(value, BlockArgument) and calls and value.owner.parent_op() is calls[-1][1]:
+            value = calls.pop()[0].arguments[value.index]
         else:
             return value
     return value
+
+
+def _returned(call: CallOp) -> tuple[FuncOp, ReturnOp] | None:
+    callee = SymbolTable.lookup_symbol(call, call.callee)
+    if not isinstance(callee, FuncOp) or len(callee.body.blocks) != 1:
+        return None
+    ret = callee.body.block.last_op
+    return (callee, ret) if isinstance(ret, ReturnOp) else None
+
+
+def written_in_place(op: Operation) -> Iterator[SSAValue]:
+    """The storage of every buffer ``op`` updates in place (a ``tensor.insert_slice`` at any
+    depth inside it, or inside a function it calls into an argument), whether or not the
+    updated value leaves it: a fused section may keep the cache write inside."""
+    yield from _written(op, [], set())
+
+
+def _written(op: Operation, calls: list[CallOp], active: set[FuncOp]) -> Iterator[SSAValue]:
+    for inner in op.walk():
+        if isinstance(inner, tensor.InsertSliceOp):
+            yield from _in_caller(storage(inner.dest), calls)
+        elif isinstance(inner, CallOp):
+            callee = SymbolTable.lookup_symbol(inner, inner.callee)
+            if isinstance(callee, FuncOp) and callee not in active and callee.body.blocks:
+                active.add(callee)
+                yield from _written(callee, [*calls, inner], active)
+                active.discard(callee)
+
+
+def _in_caller(value: SSAValue, calls: list[CallOp]) -> Iterator[SSAValue]:
+    """A callee's storage as the outermost caller sees it (its own if not an argument)."""
+    for call in reversed(calls):
+        if not isinstance(value, BlockArgument) or not isinstance(value.owner.parent_op(), FuncOp):
+            return  # local to the callee: nobody else's storage
+        value = storage(call.arguments[value.index])
+    yield value
 
 
 def collective(section: SectionOp) -> AllReduceOp | UnshardOp | None:
@@ -152,7 +197,8 @@ def touch(op: SectionOp | TransferOp, n_chips: int) -> SectionTouch:
         )
     reads = frozenset((storage(v), c) for v, c in reads_where(op, n_chips, hosts=True))
     wchips = write_chips(op, n_chips)
-    writes = frozenset((storage(r), c) for r in op.outs for c in wchips)
+    written = {storage(r) for r in op.outs} | set(written_in_place(op))
+    writes = frozenset((s, c) for s in written for c in wchips)
     return SectionTouch(op, frozenset(op.chip_list), reads, writes)
 
 
