@@ -49,7 +49,6 @@ from xdsl.traits import IsolatedFromAbove, IsTerminator
 from tp_dialect.analysis.coverage import contracted_slices
 from tp_dialect.analysis.folds import find_folds
 from tp_dialect.analysis.provenance import Provenance
-from tp_dialect.analysis.values import origin
 from tp_dialect.attrs import chip_of, on_chip
 from tp_dialect.grid import stated_chips
 from tp_dialect.ops import AllReduceOp, ShardOp, UnshardOp
@@ -330,14 +329,15 @@ def swap_partial(module: ModuleOp, rng: random.Random) -> str | None:
     return f"partial #{c} replaced by chip {chip_of(w.type)}'s %{w.name_hint}"
 
 
-def _contracted_shards(module: ModuleOp) -> list[tuple[Operation, int, ShardOp]]:
-    """(collective, chip c, a tp.shard that partial c's contraction reads on its cut axis)."""
+def _contracted_shards(module: ModuleOp) -> list[tuple[Operation, int, ShardOp, SSAValue]]:
+    """(collective, chip c, a tp.shard that partial c's contraction reads on its cut axis,
+    the weight it is cut from)."""
     solver = Provenance(module).top
     return [
-        (op, c, cut.shard)
+        (op, c, cut.shard, cut.weight)
         for op, partials in _collectives(module)
         for c, p in enumerate(partials)
-        for cut in contracted_slices(p, solver)
+        for cut in contracted_slices(p, solver, op, c)
         if cut.axis == cut.shard.slice.axis_index
     ]
 
@@ -349,7 +349,7 @@ def drop_partial(module: ModuleOp, rng: random.Random) -> str | None:
     # there is no other, and an all-reduce of anything over every chip leaks nothing.
     contracted = [
         (op, c)
-        for op, c, _ in _contracted_shards(module)
+        for op, c, _, _ in _contracted_shards(module)
         if isinstance(op, AllReduceOp) and len(op.operands) > 1
     ]
     if not folds and not contracted:
@@ -373,16 +373,12 @@ def drop_partial(module: ModuleOp, rng: random.Random) -> str | None:
 
 
 def overlap_slices(module: ModuleOp, rng: random.Random) -> str | None:
-    solver = Provenance(module).top
     found = _contracted_shards(module)
     pairs = [
         (a, b)
-        for _, ca, a in found
-        for _, cb, b in found
-        if ca != cb
-        and origin(a.source, solver.sends) is origin(b.source, solver.sends)
-        and a.slice.shape == b.slice.shape
-        and a.slice != b.slice
+        for _, ca, a, wa in found
+        for _, cb, b, wb in found
+        if ca != cb and wa is wb and a.slice.shape == b.slice.shape and a.slice != b.slice
     ]
     if not pairs:
         return None

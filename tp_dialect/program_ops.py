@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from xdsl.dialects.builtin import I64, ArrayAttr, IntegerAttr, StringAttr, i64
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
@@ -87,6 +87,16 @@ class ChipProgramOp(IRDLOperation):
 
     def verify_(self) -> None:
         _check_chip(self, self.chip_index, "program")
+        func = self.parent_op()
+        for i, v in enumerate(self.inputs):
+            # What the host places on the chip before it starts: its own inputs, nothing
+            # another program or the host computes meanwhile (that crosses by tp.link).
+            if not (isinstance(v, BlockArgument) and v.owner.parent_op() is func):
+                raise VerifyException(
+                    f"'tp.chip_program' on chip {self.chip_index}: input #{i} is not an "
+                    "argument of its function (a program starts from the host's inputs; "
+                    "anything computed reaches it through a tp.link)"
+                )
         block = self.body.block
         if tuple(a.type for a in block.args) != tuple(self.inputs.types):
             raise VerifyException(

@@ -216,3 +216,31 @@ builtin.module attributes {tp.chips = 2 : i64} {
     func.return
   }
 }
+
+// -----
+// A program starts from the host's inputs: an input computed elsewhere is refused.
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @computed_input(%x: tensor<4xf32>) -> () {
+    %y = arith.addf %x, %x : tensor<4xf32>
+// CHECK-LABEL: error: 'tp.chip_program' on chip 0: input #0 is not an argument of its function (a program starts from the host's inputs; anything computed reaches it through a tp.link)
+    tp.chip_program on 0 (%y) {
+    ^bb0(%y0: tensor<4xf32>):
+      tp.finish
+    } : (tensor<4xf32>) -> ()
+    func.return
+  }
+}
+
+// -----
+// Chip programs are statements of a function.
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @nested(%c: i1, %x: tensor<4xf32>) -> () {
+    scf.if %c {
+// CHECK-LABEL: error: 'tp.chip_program' expects parent op 'func.func'
+      tp.chip_program on 0 () {
+        tp.finish
+      } : () -> ()
+    }
+    func.return
+  }
+}

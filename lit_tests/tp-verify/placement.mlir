@@ -155,3 +155,125 @@ builtin.module attributes {tp.chips = 2 : i64} {
     func.return %o : tensor<4xf32>
   }
 }
+
+// -----
+// A call in chip 0's section running chip 1's work (and an all-reduce) in its callee.
+// CHECK-LABEL: error: 'func.call' runs @helper, which computes %w1 from chip 1's data, but its section runs on chips [0] [section-chip]
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func private @helper(%x: tensor<4xf32>, %w: tensor<8xf32>) -> tensor<4xf32> {
+    %w0 = tp.shard %w at #tp.slice<axis = 0, ranges = [(0, 4)], full = [8]> : tensor<8xf32> -> tensor<4xf32, #tp.chip<0>>
+    %w1 = tp.shard %w at #tp.slice<axis = 0, ranges = [(4, 4)], full = [8]> : tensor<8xf32> -> tensor<4xf32, #tp.chip<1>>
+    %e0 = tensor.empty() : tensor<4xf32, #tp.chip<0>>
+    %e1 = tensor.empty() : tensor<4xf32, #tp.chip<1>>
+    %h0 = linalg.add ins(%x, %w0 : tensor<4xf32>, tensor<4xf32, #tp.chip<0>>) outs(%e0 : tensor<4xf32, #tp.chip<0>>) -> tensor<4xf32, #tp.chip<0>>
+    %h1 = linalg.add ins(%x, %w1 : tensor<4xf32>, tensor<4xf32, #tp.chip<1>>) outs(%e1 : tensor<4xf32, #tp.chip<1>>) -> tensor<4xf32, #tp.chip<1>>
+    %s = tp.allreduce %h0, %h1 : tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<1>> -> tensor<4xf32>
+    func.return %s : tensor<4xf32>
+  }
+  func.func @decode(%x: tensor<4xf32> {tp.name = "x"}, %w: tensor<8xf32> {tp.name = "w"}) -> tensor<4xf32> {
+    %s = tp.section "all_on_chip0" on [0] {
+      %r = func.call @helper(%x, %w) : (tensor<4xf32>, tensor<8xf32>) -> tensor<4xf32>
+      tp.yield %r : tensor<4xf32>
+    } : tensor<4xf32>
+    func.return %s : tensor<4xf32>
+  }
+}
+
+// -----
+// A scalar computed on chip 0 only, reaching chip 1's section through a region at function level.
+// CHECK-LABEL: error: %pos is computed on chips [0], but is read on chip 1: a scalar does not cross chips, so it is computed wherever it is read [section-chip]
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @decode(%n: i64, %k1: tensor<4xf32, #tp.chip<1>>, %r: tensor<1xf32, #tp.chip<1>>) -> () {
+    %p = tp.section "pos" on [0] {
+      %i = arith.index_cast %n : i64 to index
+      tp.yield %i : index
+    } : index
+    %true = arith.constant true
+    %pos = scf.if %true -> (index) {
+      scf.yield %p : index
+    } else {
+      scf.yield %p : index
+    }
+    %w1 = tp.section "w1" on [1] {
+      %w = tensor.insert_slice %r into %k1[%pos] [1] [1] : tensor<1xf32, #tp.chip<1>> into tensor<4xf32, #tp.chip<1>>
+      tp.yield %w : tensor<4xf32, #tp.chip<1>>
+    } : tensor<4xf32, #tp.chip<1>>
+    func.return
+  }
+}
+
+// -----
+// A section at function level beside per-chip programs.
+// CHECK-LABEL: error: 'tp.section' at function level beside per-chip programs: in a function of per-chip programs, chips work only in their programs [section-chip]
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @decode(%n: i64 {tp.name = "n"}, %c1: tensor<4xf32, #tp.chip<1>> {tp.name = "c1"}, %r: tensor<1xf32, #tp.chip<1>> {tp.name = "r"}) -> tensor<4xf32> {
+    %k = tp.chip_program on 0 (%n) {
+    ^bb0(%n0: i64):
+      %i = arith.index_cast %n0 : i64 to index
+      tp.finish %i : index
+    } : (i64) -> (index)
+    tp.chip_program on 1 () {
+      tp.finish
+    } : () -> ()
+    %w = tp.section "w" on [1] {
+      %0 = tensor.insert_slice %r into %c1[%k] [1] [1] : tensor<1xf32, #tp.chip<1>> into tensor<4xf32, #tp.chip<1>>
+      tp.yield %0 : tensor<4xf32, #tp.chip<1>>
+    } : tensor<4xf32, #tp.chip<1>>
+    %e = tensor.empty() : tensor<4xf32, #tp.chip<0>>
+    %u = tp.unshard %e, %w slices [#tp.slice<axis = 0, ranges = [(0, 4)], full = [8]>, #tp.slice<axis = 0, ranges = [(4, 4)], full = [8]>] : tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<1>> -> tensor<8xf32>
+    %z = arith.constant dense<0.0> : tensor<4xf32>
+    func.return %z : tensor<4xf32>
+  }
+}
+
+// -----
+// Chip 0's program calling a host function that holds chip programs.
+// CHECK-LABEL: error: 'func.call' calls @inner, a host function with chip programs: only the host runs one: the shard obligation cannot be checked through it [opaque-call]
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func private @inner(%x: tensor<4xf32>, %w: tensor<8xf32>) -> tensor<4xf32> {
+    %o = tp.chip_program on 0 (%x, %w) {
+    ^bb0(%x0: tensor<4xf32>, %w_0: tensor<8xf32>):
+      %w0 = tp.shard %w_0 at #tp.slice<axis = 0, ranges = [(0, 4)], full = [8]> : tensor<8xf32> -> tensor<4xf32, #tp.chip<0>>
+      %e0 = tensor.empty() : tensor<4xf32, #tp.chip<0>>
+      %h0 = linalg.add ins(%x0, %w0 : tensor<4xf32>, tensor<4xf32, #tp.chip<0>>) outs(%e0 : tensor<4xf32, #tp.chip<0>>) -> tensor<4xf32, #tp.chip<0>>
+      %h1 = tp.link 1 sends() as [] receives ["h1"] : () -> tensor<4xf32, #tp.chip<1>>
+      %s = tp.allreduce %h0, %h1 : tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<1>> -> tensor<4xf32>
+      tp.finish %s : tensor<4xf32>
+    } : (tensor<4xf32>, tensor<8xf32>) -> (tensor<4xf32>)
+    tp.chip_program on 1 (%x, %w) {
+    ^bb0(%x1: tensor<4xf32>, %w_1: tensor<8xf32>):
+      %w1 = tp.shard %w_1 at #tp.slice<axis = 0, ranges = [(4, 4)], full = [8]> : tensor<8xf32> -> tensor<4xf32, #tp.chip<1>>
+      %e1 = tensor.empty() : tensor<4xf32, #tp.chip<1>>
+      %h1 = linalg.add ins(%x1, %w1 : tensor<4xf32>, tensor<4xf32, #tp.chip<1>>) outs(%e1 : tensor<4xf32, #tp.chip<1>>) -> tensor<4xf32, #tp.chip<1>>
+      tp.link 1 sends(%h1) as ["h1"] receives [] : (tensor<4xf32, #tp.chip<1>>) -> ()
+      tp.finish
+    } : (tensor<4xf32>, tensor<8xf32>) -> ()
+    func.return %o : tensor<4xf32>
+  }
+  func.func @decode(%x: tensor<4xf32> {tp.name = "x"}, %w: tensor<8xf32> {tp.name = "w"}) -> tensor<4xf32> {
+    %o = tp.chip_program on 0 (%x, %w) {
+    ^bb0(%x0: tensor<4xf32>, %w_0: tensor<8xf32>):
+      %r = func.call @inner(%x0, %w_0) : (tensor<4xf32>, tensor<8xf32>) -> tensor<4xf32>
+      tp.finish %r : tensor<4xf32>
+    } : (tensor<4xf32>, tensor<8xf32>) -> (tensor<4xf32>)
+    tp.chip_program on 1 () {
+      tp.finish
+    } : () -> ()
+    func.return %o : tensor<4xf32>
+  }
+}
+
+// -----
+// The seed's fold with its adds in replicated sections: an all-reduce, read where its partials live.
+// CHECK-LABEL: func.func @decode
+// CHECK: tp.section
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @decode(%p0: tensor<4xf32, #tp.chip<0>>, %p1: tensor<4xf32, #tp.chip<1>>) -> tensor<4xf32> {
+    %e = tensor.empty() : tensor<4xf32>
+    %s = tp.section "s" on [0, 1] {
+      %0 = linalg.add ins(%p0, %p1 : tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<1>>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+      tp.yield %0 : tensor<4xf32>
+    } : tensor<4xf32>
+    func.return %s : tensor<4xf32>
+  }
+}

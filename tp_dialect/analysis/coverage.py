@@ -3,91 +3,134 @@
 Megatron's row-parallel projection sums, over chips, a contraction of each chip's activation
 with its slice of the weight cut along the contracted axis; the sum is the unsharded
 contraction only when those slices are disjoint and cover that axis. `check_coverage` holds an
-all-reduce (or a valid fold) to it: for each partial, the contraction computing it (any linalg
-structured op with a reduction iterator), and each operand of it that is a ``tp.shard`` — seen
-through what hands data on unchanged: sections, chip programs, links (`values.origin`),
-``tensor.cast``, ``linalg.copy``, an identity ``tensor.extract_slice``, calls (into the callee's
-return, and back out through its arguments) — gives the ranges of the weight's contracted axes
-that chip covers: the slice's ranges on its cut axis, the whole axis on any other. Weights are
-the same when they are the same value or entry arguments bound to the same checkpoint name.
-Overlapping ranges are refused (``slices-overlap``), uncovered ones too (``slices-gap``), and
-so is a shard read in a way whose covered part cannot be proven (a windowing slice, an index
-expression other than the loop dimension itself): ``slices-gap``. Partials that are not
-contractions over shards (an elementwise chip value, say) make no claim.
+all-reduce (or a valid fold) to it:
+
+- each partial is followed back through what hands data on unchanged — sections, chip
+  programs, links (`values.origin`), ``tensor.cast``, ``linalg.copy``, an identity
+  ``tensor.extract_slice``, calls (into the callee's return, and out through its arguments;
+  an all-reduce in a callee is judged once per call chain reaching it) — to the contraction
+  computing it (any linalg structured op with a reduction iterator);
+- each operand of that contraction followed the same way to a ``tp.shard`` of a function
+  argument (the checkpoint weight: arguments bound to one checkpoint name are one weight)
+  gives the ranges of the weight's cut axis the chip covers, when the contraction sums that
+  axis (read by the loop dimension itself); a slice cut along an axis the contraction does not
+  sum covers the whole contracted axis on every chip.
+
+Overlapping ranges are refused (``slices-overlap``), uncovered ones too (``slices-gap``). So
+is whatever the rule cannot prove (``slices-gap``): a shard reaching the contraction only
+through something that moves or changes data (a reshape, a transpose, a windowing slice, an
+elementwise op, control flow), a partial that is such a function of a contraction over a
+shard, an accumulator (``outs``) that starts from such data, a slice cut from anything but an
+argument, an index expression other than the loop dimension. Partials that are not
+contractions over shards at all (an elementwise chip value, say) make no claim.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects import func, tensor
-from xdsl.dialects.builtin import DictionaryAttr, StringAttr
+from xdsl.dialects import arith, func, tensor
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.linalg.attrs import IteratorType
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr
-from xdsl.traits import SymbolTable
+from xdsl.traits import IsTerminator, SymbolTable
 
 from tp_dialect.analysis.provenance import Solver
 from tp_dialect.analysis.values import origin
 from tp_dialect.names import value_name
-from tp_dialect.ops import ShardOp
+from tp_dialect.ops import AllReduceOp, ShardOp, UnshardOp
 from tp_dialect.reject import TpReject
-from tp_dialect.signature import NAME_ATTR
+from tp_dialect.signature import entry_function, ports
+
+Calls = tuple[tuple[func.CallOp, func.FuncOp], ...]  # outermost first
+_MAX_CONTEXTS = 64  # call chains into one all-reduce's function; beyond: not provable
+
+
+class Unproven(Exception):
+    """The covered part of a weight cannot be told; ``how`` says why."""
+
+    def __init__(self, chip: int, how: str) -> None:
+        super().__init__(how)
+        self.chip = chip
+        self.how = how
 
 
 @dataclass(frozen=True)
 class ContractedSlice:
-    """A ``tp.shard`` that a partial's contraction reads, on one axis the contraction sums:
-    the ranges of ``weight``'s ``axis`` (of ``size``) that the partial covers; ``unproven``
-    says how it is read when its covered part cannot be told."""
+    """A ``tp.shard`` of ``weight`` that a partial's contraction reads: the ranges of the
+    weight's ``axis`` (of ``size``) that the partial covers."""
 
     shard: ShardOp
     weight: SSAValue
     axis: int
     size: int
     ranges: list[tuple[int, int]]
-    unproven: str | None = None
 
 
-def _unchanged(value: SSAValue, sends: dict[str, SSAValue]) -> tuple[SSAValue, str | None]:
-    """The value ``value`` hands on unchanged, and the op that changed it in a way whose
-    effect on a slice cannot be told (None: none met)."""
-    calls: list[tuple[func.CallOp, func.FuncOp]] = []
-    unproven: str | None = None
-    seen: set[SSAValue] = set()
-    while value not in seen:
-        seen.add(value)
-        value = origin(value, sends)
-        owner = value.owner
-        if isinstance(owner, tensor.CastOp):
-            value = owner.source
-        elif isinstance(owner, linalg.CopyOp) and len(owner.inputs) == 1:
-            value = owner.inputs[0]
-        elif isinstance(owner, tensor.ExtractSliceOp):
-            if not _identity(owner):
-                unproven = unproven or f"'{owner.name}'"
-            value = owner.source
-        elif isinstance(owner, func.CallOp):
-            callee = SymbolTable.lookup_symbol(owner, owner.callee)
-            if not isinstance(callee, func.FuncOp) or len(callee.body.blocks) != 1:
-                return value, unproven
-            ret = callee.body.block.last_op
-            if not isinstance(ret, func.ReturnOp):
-                return value, unproven
-            calls.append((owner, callee))
-            value = ret.operands[value.index]  # type: ignore[attr-defined]
-        elif (
-            isinstance(value, BlockArgument)
-            and calls
-            and isinstance(owner, Block)
-            and owner.parent_op() is calls[-1][1]
-        ):
-            value = calls.pop()[0].arguments[value.index]
-        else:
-            return value, unproven
-    return value, unproven
+class _Tracer:
+    """Follows values back through what hands data on unchanged, within call chains."""
+
+    def __init__(self, solver: Solver, at: Operation) -> None:
+        self.sends = solver.sends_in(at)
+
+    def exact(self, value: SSAValue, calls: Calls) -> tuple[SSAValue, Calls]:
+        """The value ``value`` hands on unchanged, and the call chain it is in."""
+        seen: set[tuple[SSAValue, Calls]] = set()
+        while (value, calls) not in seen:
+            seen.add((value, calls))
+            value = origin(value, self.sends)
+            owner = value.owner
+            if isinstance(owner, tensor.CastOp):
+                value = owner.source
+            elif isinstance(owner, linalg.CopyOp) and len(owner.inputs) == 1:
+                value = owner.inputs[0]
+            elif isinstance(owner, tensor.ExtractSliceOp) and _identity(owner):
+                value = owner.source
+            elif isinstance(owner, func.CallOp) and (ret := _returned(owner)) is not None:
+                calls = (*calls, (owner, ret[0]))
+                value = ret[1].operands[value.index]  # type: ignore[attr-defined]
+            elif (
+                isinstance(value, BlockArgument)
+                and calls
+                and isinstance(owner, Block)
+                and owner.parent_op() is calls[-1][1]
+            ):
+                value = calls[-1][0].arguments[value.index]
+                calls = calls[:-1]
+            else:
+                return value, calls
+        return value, calls
+
+    def reaches(
+        self, value: SSAValue, calls: Calls, wanted: Callable[[Operation], bool]
+    ) -> str | None:
+        """The first op through which ``value`` derives, by moving or changing data (not by
+        a contraction, an all-reduce or a host input), from an op ``wanted`` holds for: its
+        name, or None."""
+        todo = deque([(value, calls, "")])
+        seen: set[SSAValue] = set()
+        while todo:
+            v, cs, via = todo.popleft()
+            v, cs = self.exact(v, cs)
+            if v in seen:
+                continue
+            seen.add(v)
+            owner = v.owner
+            if isinstance(owner, Block):
+                region_op = owner.parent_op()
+                if region_op is not None and not isinstance(region_op, func.FuncOp):
+                    for u in _region_inputs(region_op):
+                        todo.append((u, cs, via or f"'{region_op.name}'"))
+                continue
+            if via and wanted(owner):
+                return via
+            if _moves(owner):
+                for u in _data_operands(owner):
+                    todo.append((u, cs, via or f"'{owner.name}'"))
+        return None
 
 
 def _identity(op: tensor.ExtractSliceOp) -> bool:
@@ -103,75 +146,168 @@ def _identity(op: tensor.ExtractSliceOp) -> bool:
     )
 
 
-def _weight_key(weight: SSAValue) -> object:
-    """Entry arguments bound to one checkpoint name are one weight."""
-    if isinstance(weight, BlockArgument) and isinstance(f := weight.owner.parent_op(), func.FuncOp):
-        attrs = f.arg_attrs.data if f.arg_attrs is not None else ()
-        if weight.index < len(attrs) and isinstance(d := attrs[weight.index], DictionaryAttr):
-            if isinstance(name := d.data.get(NAME_ATTR), StringAttr):
-                return ("checkpoint", name.data)
-    return weight
+def _returned(call: func.CallOp) -> tuple[func.FuncOp, func.ReturnOp] | None:
+    callee = SymbolTable.lookup_symbol(call, call.callee)
+    if not isinstance(callee, func.FuncOp) or len(callee.body.blocks) != 1:
+        return None
+    ret = callee.body.block.last_op
+    return (callee, ret) if isinstance(ret, func.ReturnOp) else None
 
 
-def contracted_slices(partial: SSAValue, solver: Solver) -> Iterator[ContractedSlice]:
-    """For each ``tp.shard`` operand of the contraction computing ``partial`` and each axis
-    of its weight that the contraction sums: the ranges that partial covers (see the module
-    docstring)."""
-    sends = solver.sends
-    op = _unchanged(partial, sends)[0].owner
-    if not isinstance(op, linalg.LinalgStructuredOperation):
+def _contraction(op: Operation) -> bool:
+    return isinstance(op, linalg.LinalgStructuredOperation) and any(
+        it.data == IteratorType.REDUCTION for it in op.get_iterator_types().data
+    )
+
+
+def _moves(op: Operation) -> bool:
+    """Ops through which data flows moved or changed but not summed over chips: reshapes,
+    slices, inserts, concatenation, transposes and broadcasts, elementwise arithmetic,
+    structured ops without a reduction, control flow."""
+    if isinstance(op, ShardOp | AllReduceOp | UnshardOp) or _contraction(op):
+        return False
+    return op.dialect_name() in ("tensor", "arith", "math", "scf", "bufferization") or (
+        isinstance(op, linalg.LinalgStructuredOperation)
+    )
+
+
+def _data_operands(op: Operation) -> Iterator[SSAValue]:
+    yield from op.operands
+    for inner in op.walk():
+        if inner is not op and inner.has_trait(IsTerminator):
+            yield from inner.operands  # what a region op's regions hand out
+
+
+def _region_inputs(op: Operation) -> Iterator[SSAValue]:
+    """What a region op's block arguments hold: its operands and what its regions yield."""
+    yield from _data_operands(op)
+
+
+def _zero_or_fresh(value: SSAValue, tracer: _Tracer, calls: Calls) -> bool:
+    """Whether an accumulator starts from nothing: an empty tensor, a constant, a fill."""
+    v, _ = tracer.exact(value, calls)
+    owner = v.owner
+    if isinstance(owner, linalg.FillOp):
+        return all(_zero_or_fresh(o, tracer, calls) for o in owner.outputs) and all(
+            isinstance(i.owner, arith.ConstantOp) for i in owner.inputs
+        )
+    return isinstance(owner, tensor.EmptyOp | arith.ConstantOp)
+
+
+def contracted_slices(
+    partial: SSAValue, solver: Solver, at: Operation, chip: int, calls: Calls = ()
+) -> Iterator[ContractedSlice]:
+    """The slices of weights the contraction computing ``partial`` (chip ``chip``'s) covers
+    on the axes it sums (see the module docstring); raises Unproven when that cannot be
+    told."""
+    tracer = _Tracer(solver, at)
+    value, calls = tracer.exact(partial, calls)
+    op = value.owner
+    if not isinstance(op, Operation) or not _contraction(op):
+        if (via := tracer.reaches(value, calls, _contraction)) is not None:
+            raise Unproven(chip, f"a contraction, through {via}")
         return
+    assert isinstance(op, linalg.LinalgStructuredOperation)
     iterators = op.get_iterator_types().data
     reduced = {i for i, it in enumerate(iterators) if it.data == IteratorType.REDUCTION}
-    if not reduced:
-        return
-    for operand, amap in zip(op.inputs, op.get_indexing_maps().data, strict=False):
-        value, unproven = _unchanged(operand, sends)
-        shard = value.owner
+    maps = op.get_indexing_maps().data
+    for init in op.outputs:
+        start = tracer.exact(init, calls)[0].owner
+        if not _zero_or_fresh(init, tracer, calls) and (
+            isinstance(start, Operation)
+            and _weighty(start)
+            or tracer.reaches(init, calls, _weighty)
+        ):
+            raise Unproven(chip, f"an accumulator starting from %{value_name(init)}")
+    for operand, amap in zip(op.inputs, maps, strict=False):
+        v, vcalls = tracer.exact(operand, calls)
+        shard = v.owner
         if not isinstance(shard, ShardOp):
+            if (via := tracer.reaches(v, vcalls, _is_shard)) is not None:
+                raise Unproven(chip, f"its slice through {via}")
             continue
-        weight = _unchanged(shard.source, sends)[0]
-        sl = shard.slice
-        for axis, expr in enumerate(amap.data.results):
-            if isinstance(expr, AffineDimExpr):
-                if expr.position not in reduced:
-                    continue
-                how = unproven
-            elif expr.used_dims() & reduced:
-                how = f"the index {expr}"  # a strided or shifted read of the contracted axis
-            else:
-                continue
-            size = sl.full_shape[axis]
-            ranges = sl.ranges if axis == sl.axis_index else [(0, size)]
-            yield ContractedSlice(shard, weight, axis, size, ranges, how)
+        weight, wcalls = tracer.exact(shard.source, vcalls)
+        if not (isinstance(weight, BlockArgument) and isinstance(_op_of(weight), func.FuncOp)):
+            raise Unproven(chip, f"a slice cut from %{value_name(weight)}, not from an argument")
+        yield from _covered(shard, weight, amap.data.results, reduced, chip)
+
+
+def _is_shard(op: Operation) -> bool:
+    return isinstance(op, ShardOp)
+
+
+def _weighty(op: Operation) -> bool:
+    """A slice of a weight, or a contraction (which may hold one)."""
+    return isinstance(op, ShardOp) or _contraction(op)
+
+
+def _op_of(value: BlockArgument) -> Operation | None:
+    return value.owner.parent_op()
+
+
+def _covered(
+    shard: ShardOp,
+    weight: SSAValue,
+    exprs: Sequence[object],
+    reduced: set[int],
+    chip: int,
+) -> Iterator[ContractedSlice]:
+    sl = shard.slice
+    cut = exprs[sl.axis_index]
+    if isinstance(cut, AffineDimExpr) and cut.position in reduced:
+        yield ContractedSlice(shard, weight, sl.axis_index, sl.full_shape[sl.axis_index], sl.ranges)
+        return
+    if not isinstance(cut, AffineDimExpr):
+        raise Unproven(chip, f"its slice through the index {cut}")
+    # Cut along an axis the contraction does not sum: every chip sums the whole of each
+    # contracted axis (and an index other than the loop dimension cannot be told).
+    for axis, expr in enumerate(exprs):
+        if isinstance(expr, AffineDimExpr):
+            if expr.position in reduced:
+                size = sl.full_shape[axis]
+                yield ContractedSlice(shard, weight, axis, size, [(0, size)])
+                return
+        elif expr.used_dims() & reduced:  # type: ignore[attr-defined]
+            raise Unproven(chip, f"its slice through the index {expr}")
 
 
 def check_coverage(partials: Sequence[SSAValue], at: Operation, solver: Solver) -> None:
     """Raise SLICES_OVERLAP / SLICES_GAP when the contractions summed by the all-reduce at
     ``at`` read slices of one weight that overlap on, leave out, or cannot be shown to cover
     the contracted axis (see the module docstring)."""
-    held: dict[tuple[object, int], list[tuple[int, int, int]]] = {}  # (start, end, chip)
-    sizes: dict[tuple[object, int], int] = {}
-    names: dict[tuple[object, int], str] = {}
+    contexts = _call_chains(at)
+    if contexts is None:
+        raise TpReject.SLICES_GAP.at(
+            at,
+            f"the all-reduce is reached by more than {_MAX_CONTEXTS} call chains: which "
+            "slices its partials sum cannot be proven",
+        )
+    for calls in contexts:
+        _check(partials, at, solver, calls)
+
+
+def _check(partials: Sequence[SSAValue], at: Operation, solver: Solver, calls: Calls) -> None:
+    held: dict[object, list[tuple[int, int, int]]] = {}  # (start, end, chip)
+    sizes: dict[object, int] = {}
+    names: dict[object, str] = {}
     for chip, partial in enumerate(partials):
-        for cut in contracted_slices(partial, solver):
-            what = f"axis {cut.axis} of %{value_name(cut.weight)}"
-            if cut.unproven is not None:
-                raise TpReject.SLICES_GAP.at(
-                    at,
-                    f"the all-reduce sums contractions over {what}, but which part of it "
-                    f"chip {chip}'s partial sums cannot be proven (it reads its slice through "
-                    f"{cut.unproven}): the partials' slices must cover the contracted axis",
-                )
+        try:
+            cuts = list(contracted_slices(partial, solver, at, chip, calls))
+        except Unproven as why:
+            raise TpReject.SLICES_GAP.at(
+                at,
+                f"the all-reduce sums chip {why.chip}'s partial, which reads {why.how}: "
+                "which part of the contracted axis it sums cannot be proven",
+            ) from None
+        for cut in cuts:
             key = (_weight_key(cut.weight), cut.axis)
             sizes[key] = cut.size
-            names[key] = what
+            names[key] = f"axis {cut.axis} of %{value_name(cut.weight)}"
             held.setdefault(key, []).extend((s, s + n, chip) for s, n in cut.ranges)
     for key, spans in held.items():
         what = names[key]
         spans.sort()
-        reach = 0
-        reacher = -1
+        reach, reacher = 0, -1
         for start, end, chip in spans:
             if start < reach:
                 raise TpReject.SLICES_OVERLAP.at(
@@ -193,3 +329,56 @@ def _gap(at: Operation, what: str, start: int, end: int) -> Exception:
         f"the all-reduce sums contractions over {what}, but no chip holds [{start}, {end}): "
         "the partials' slices must cover the contracted axis, or the sum misses it",
     )
+
+
+def _weight_key(weight: SSAValue) -> object:
+    """Entry arguments bound to one checkpoint name (as tp-run binds them) are one weight."""
+    f = _op_of(weight) if isinstance(weight, BlockArgument) else None
+    if isinstance(f, func.FuncOp) and isinstance(weight, BlockArgument):
+        module = f.parent_op()
+        while module is not None and module.parent_op() is not None:
+            module = module.parent_op()
+        try:
+            if module is not None and entry_function(module) is f:  # type: ignore[arg-type]
+                return ("checkpoint", ports(f)[0][weight.index].name)
+        except Exception:  # no single entry function: arguments are their own weights
+            pass
+    return weight
+
+
+def _call_chains(at: Operation) -> list[Calls] | None:
+    """Every chain of calls from an uncalled function into the function holding ``at``
+    (one empty chain when nothing calls it); None beyond _MAX_CONTEXTS."""
+    f = at.parent_op()
+    while f is not None and not isinstance(f, func.FuncOp):
+        f = f.parent_op()
+    if f is None:
+        return [()]
+    root = f.parent_op()
+    while root is not None and root.parent_op() is not None:
+        root = root.parent_op()
+    callers: dict[func.FuncOp, list[func.CallOp]] = {}
+    for op in (root or f).walk():
+        if isinstance(op, func.CallOp):
+            callee = SymbolTable.lookup_symbol(op, op.callee)
+            if isinstance(callee, func.FuncOp):
+                callers.setdefault(callee, []).append(op)
+    chains: list[Calls] = []
+
+    def up(fn: func.FuncOp, suffix: Calls, active: frozenset[func.FuncOp]) -> bool:
+        if len(chains) > _MAX_CONTEXTS:
+            return False
+        if not callers.get(fn):
+            chains.append(suffix)
+            return True
+        for call in callers[fn]:
+            caller = call.parent_op()
+            while caller is not None and not isinstance(caller, func.FuncOp):
+                caller = caller.parent_op()
+            if caller is None or caller in active:
+                continue  # recursion is refused elsewhere (opaque-call)
+            if not up(caller, ((call, fn), *suffix), active | {caller}):
+                return False
+        return True
+
+    return chains if up(f, (), frozenset({f})) and len(chains) <= _MAX_CONTEXTS else None

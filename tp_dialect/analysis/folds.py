@@ -155,9 +155,12 @@ def _continues(op: Operation) -> tuple[Operation | None, Operation | None]:
     ]
     if not nexts:
         return None, None
-    if len(readers) == 1:
+    others = [user for user, _ in readers if user is not nexts[0]]
+    if not others:
+        if len(readers) > 1:
+            return None, nexts[0]  # the next add also reads the sum as something else
         return nexts[0], None
-    return None, next(user for user, _ in readers if user is not nexts[0])
+    return None, others[0]
 
 
 def find_folds(root: Operation) -> Iterator[Fold]:

@@ -127,7 +127,7 @@ def _check_op(prov: Provenance, solver: Solver, op: Operation, entries: set[func
     ):
         return  # a named op's body (its elements): the op itself is judged, as written
     _check_values(prov, solver, op)
-    _check_residency(solver, op)
+    _check_residency(prov, solver, op)
     if isinstance(op, func.ReturnOp) and op.parent_op() in entries:
         for i, v in enumerate(op.operands):
             p = solver.placement(v)
@@ -242,7 +242,7 @@ def _where(op: Operation) -> tuple[str, frozenset[int]] | None:
     return None
 
 
-def _check_residency(solver: Solver, op: Operation) -> None:
+def _check_residency(prov: Provenance, solver: Solver, op: Operation) -> None:
     """Work placed on chips touches only their data; a collective reads partials where they
     live (a program may be handed another chip's partial for one); what a chip's program
     sends and hands out is its own chip's data; a scalar is read only where it was
@@ -256,12 +256,21 @@ def _check_residency(solver: Solver, op: Operation) -> None:
         values = op.values if isinstance(op, FinishOp) else op.sent
         _check_program_io(solver, op, program, values, f"{what} by chip {program.chip_index}")
         return
-    if isinstance(op, (AllReduceOp, UnshardOp, SectionOp, *_PASSING)):
-        return
+    if isinstance(op, (AllReduceOp, UnshardOp, SectionOp, *_PASSING)) or op in prov.fold_of:
+        return  # a collective (or a valid fold of adds) reads each partial where it lives
     where = _where(op)
     if where is None:
         return
     text, allowed = where
+    if isinstance(op, func.CallOp) and (callee := prov.callee_context(op)) is not None:
+        # The callee's work runs here too: all of it on these chips' data.
+        for v, p in callee.of.items():
+            if foreign := p.chips - allowed:
+                raise TpReject.SECTION_CHIP.at(
+                    op,
+                    f"'{op.name}' runs @{op.callee.string_value()}, which computes "
+                    f"%{value_name(v)} from chip {min(foreign)}'s data, but {text}",
+                )
     for v in (*op.results, *op.operands):
         foreign = solver.placement(v).chips - allowed
         if foreign:
@@ -314,10 +323,13 @@ def _check_section_placement(section: SectionOp) -> None:
 
 def _held(value: SSAValue, seen: set[SSAValue] | None = None) -> frozenset[int] | None:
     """The chips a function-level value is held on (None: every chip): a section's result
-    on its chips; an op outside sections computes where all its operands are held."""
+    on its chips, a chip program's result on its chip; an op outside sections and programs
+    computes where everything it reads (operands, and values its regions capture) is held."""
     owner = value.owner
     if isinstance(owner, SectionOp):
         return frozenset(owner.chip_list)
+    if isinstance(owner, ChipProgramOp):
+        return frozenset((owner.chip_index,))
     if not isinstance(owner, Operation) or not isinstance(owner.parent_op(), func.FuncOp):
         return None  # an argument (every chip holds its own), or local to a program
     seen = set() if seen is None else seen
@@ -325,7 +337,9 @@ def _held(value: SSAValue, seen: set[SSAValue] | None = None) -> frozenset[int] 
         return None
     seen.add(value)
     held: frozenset[int] | None = None
-    for v in owner.operands:
+    reads = [*owner.operands]
+    reads += [v for inner in owner.walk() for v in inner.operands if not defined_within(v, owner)]
+    for v in reads:
         h = _held(v, seen)
         if h is not None:
             held = h if held is None else held & h

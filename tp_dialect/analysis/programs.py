@@ -22,6 +22,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute
 
 from tp_dialect.analysis.relay import Deadlock, Halt, RelayStep, relay_schedule
+from tp_dialect.ops import BarrierOp, SectionOp, TransferOp
 from tp_dialect.program_ops import ChipProgramOp, CopyOp, LinkOp, RelayOp, RunToOp
 from tp_dialect.reject import TpReject
 
@@ -57,6 +58,12 @@ def index_programs(func: FuncOp) -> ProgramIndex:
     breaks this."""
     index = ProgramIndex()
     for op in func.body.block.ops:
+        if isinstance(op, SectionOp | TransferOp | BarrierOp):
+            raise TpReject.SECTION_CHIP.at(
+                op,
+                f"'{op.name}' at function level beside per-chip programs: in a function of "
+                "per-chip programs, chips work only in their programs",
+            )
         if not isinstance(op, ChipProgramOp):
             continue
         chip = op.chip_index

@@ -101,6 +101,14 @@ _CONTAINERS = (ModuleOp, func.FuncOp, ChipProgramOp, RelayOp)
 _OPAQUE_BOUNDARIES = (ModuleOp, func.FuncOp, ChipProgramOp, RelayOp, SectionOp)
 
 
+def _function_of(op: Operation) -> Operation | None:
+    """The function ``op`` is in (None: not in one)."""
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, func.FuncOp):
+        parent = parent.parent_op()
+    return parent
+
+
 def _static_shape_query(op: Operation) -> bool:
     """``tensor.dim``/``memref.dim`` of a static dimension, by a constant index: the answer
     is in the type, not in the data (so it holds no chip's data)."""
@@ -161,23 +169,26 @@ class Solver:
         self.entry = dict(entry)
         self.of: dict[SSAValue, Placement] = {}
         self.inner: dict[Operation, Placement] = {}  # control context inside a region op
-        self.sent: dict[str, list[SSAValue]] = {}
-        self.receivers: dict[str, list[LinkOp]] = {}
+        # Buffer names are a function's own: its chip programs' links pair up by name.
+        self.sent: dict[tuple[Operation | None, str], list[SSAValue]] = {}
+        self.receivers: dict[tuple[Operation | None, str], list[LinkOp]] = {}
         for op in root.walk():
             if isinstance(op, LinkOp):
+                scope = _function_of(op)
                 for name, value in zip(op.sends, op.sent, strict=True):
-                    self.sent.setdefault(name, []).append(value)
+                    self.sent.setdefault((scope, name), []).append(value)
                 for name in op.receives:
-                    self.receivers.setdefault(name, []).append(op)
+                    self.receivers.setdefault((scope, name), []).append(op)
         self._solve()
 
     def placement(self, value: SSAValue) -> Placement:
         return self.of.get(value) or declared(value)
 
-    @property
-    def sends(self) -> dict[str, SSAValue]:
-        """Each buffer name sent exactly once, with the value sent (for `values.origin`)."""
-        return {name: vs[0] for name, vs in self.sent.items() if len(vs) == 1}
+    def sends_in(self, op: Operation) -> dict[str, SSAValue]:
+        """Each buffer name sent exactly once in the function holding ``op``, with the value
+        sent (for `values.origin`)."""
+        scope = _function_of(op)
+        return {n: vs[0] for (f, n), vs in self.sent.items() if f is scope and len(vs) == 1}
 
     def context(self, op: Operation) -> Placement:
         """What every value ``op`` computes depends on through the regions enclosing it."""
@@ -226,7 +237,8 @@ class Solver:
             if isinstance(parent, SectionOp | ChipProgramOp) and user.has_trait(IsTerminator):
                 out.append(parent)
             if isinstance(user, LinkOp) and use.index < len(user.sent):
-                out.extend(self.receivers.get(user.sends[use.index], ()))
+                key = (_function_of(user), user.sends[use.index])
+                out.extend(self.receivers.get(key, ()))
 
     def _set_inner(self, op: Operation, p: Placement, out: list[Operation]) -> None:
         if self.inner.get(op) == p:
@@ -263,7 +275,7 @@ class Solver:
             return out
         if isinstance(op, LinkOp):
             for res, name in zip(op.received, op.receives, strict=True):
-                sent = join(self.placement(v) for v in self.sent.get(name, ()))
+                sent = join(self.placement(v) for v in self.sent.get((_function_of(op), name), ()))
                 self._set(res, sent | ctx, out)
             return out
         if isinstance(op, AllReduceOp) or op in self.prov.fold_sums:
@@ -368,6 +380,8 @@ class Provenance:
         )
         self.opaque: dict[Operation, tuple[TpReject, str]] = {}
         self._contexts: dict[tuple[func.FuncOp, tuple[Placement, ...]], Solver] = {}
+        # Each followed call's context (the callee with these argument placements).
+        self.context_of: dict[func.CallOp, tuple[func.FuncOp, tuple[Placement, ...]]] = {}
         self._active: set[func.FuncOp] = set()
         for op in module.walk():
             if (why := opacity(op)) is not None:
@@ -405,6 +419,12 @@ class Provenance:
                 f"calls @{name}, which has no body in the module to follow",
             )
             return fallback
+        if any(isinstance(o, ChipProgramOp | RelayOp) for o in callee.walk()):
+            self.opaque[op] = (
+                TpReject.OPAQUE_CALL,
+                f"calls @{name}, a host function with chip programs: only the host runs one",
+            )
+            return fallback
         if callee in self._active:
             self.opaque[op] = (
                 TpReject.OPAQUE_CALL,
@@ -412,6 +432,7 @@ class Provenance:
             )
             return fallback
         key = (callee, args)
+        self.context_of[op] = key
         if key not in self._contexts:
             self._active.add(callee)
             try:
@@ -420,6 +441,11 @@ class Provenance:
             finally:
                 self._active.discard(callee)
         return self._contexts[key].returned(callee)
+
+    def callee_context(self, op: func.CallOp) -> Solver | None:
+        """The solver of the context ``op`` calls its callee in (None: not followed)."""
+        key = self.context_of.get(op)
+        return None if key is None else self._contexts.get(key)
 
     def chips(self, value: SSAValue) -> frozenset[int]:
         """The chips ``value`` lives on or derives from (empty: the spine)."""
