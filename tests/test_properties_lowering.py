@@ -583,6 +583,17 @@ def leaks(draw: st.DrawFn) -> Injected:
     return Injected(prog, text, "leak", "leak-to-spine", (f"%{src}", "%leak"))
 
 
+def _runs(chips: list[int]) -> str:
+    """Sorted chips as the refusal spells them: consecutive ones as ``a..b``."""
+    groups: list[list[int]] = []
+    for c in chips:
+        if groups and groups[-1][-1] == c - 1:
+            groups[-1].append(c)
+        else:
+            groups.append([c])
+    return ", ".join(str(g[0]) if len(g) == 1 else f"{g[0]}..{g[-1]}" for g in groups)
+
+
 @st.composite
 def bad_folds(draw: st.DrawFn) -> Injected:
     """A fold of adds into the spine over chip partials that misses a chip (N >= 3), repeats
@@ -594,7 +605,7 @@ def bad_folds(draw: st.DrawFn) -> Injected:
     if kind == "misses":
         chips = sorted(draw(st.sets(st.integers(0, n - 1), min_size=2, max_size=n - 1)))
         missing = sorted(set(range(n)) - set(chips))
-        phrase = f"misses chip {', '.join(map(str, missing))}"
+        phrase = f"misses chip {_runs(missing)}"
     elif kind == "repeats":
         dup = draw(st.integers(0, n - 1))
         chips = sorted([*range(n), dup])
