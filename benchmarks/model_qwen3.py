@@ -10,9 +10,9 @@ import time
 
 from xdsl.passes import PassPipeline
 
+from tp_dialect.analysis.machine import MACHINES
 from tp_dialect.frontend.qwen3 import Qwen3Config, generate
 from tp_dialect.passes import TP_PASSES
-from tp_dialect.runtime.machine import MACHINES
 from tp_dialect.runtime.model import model
 from tp_dialect.tools.source import parse_module
 from tp_dialect.universe import tp_context

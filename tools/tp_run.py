@@ -23,6 +23,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from tp_dialect import certificate
+from tp_dialect.analysis.machine import MachineError, machine_from
 from tp_dialect.analysis.stats import format_stats, pipeline_stats
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.frontend.qwen3 import GenError, Qwen3Config, generate
@@ -34,7 +35,6 @@ from tp_dialect.runtime.checkpoint import (
     random_inputs,
     random_weights,
 )
-from tp_dialect.runtime.machine import MachineError, machine_from
 from tp_dialect.runtime.model import ModelError, model
 from tp_dialect.runtime.reference import run_program
 from tp_dialect.runtime.timeline import write_chrome_trace, write_timeline_png

@@ -25,6 +25,8 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import PassPipeline
 
+from tp_dialect.analysis.cost import Cost, nbytes, op_cost
+from tp_dialect.analysis.machine import Machine
 from tp_dialect.analysis.manifest import value_name
 from tp_dialect.analysis.phases import phase_of
 from tp_dialect.analysis.relay import Copy
@@ -40,8 +42,6 @@ from tp_dialect.grid import stated_chips
 from tp_dialect.ops import AllReduceOp, SectionOp, ShardOp, TransferOp
 from tp_dialect.passes import TP_PASSES
 from tp_dialect.program_ops import ChipProgramOp, LinkOp
-from tp_dialect.runtime.cost import Cost, nbytes, op_cost
-from tp_dialect.runtime.machine import Machine
 from tp_dialect.runtime.relay_exec import relay_steps
 from tp_dialect.runtime.timeline import Flow, Slice, Timeline
 from tp_dialect.signature import entry_function

@@ -18,9 +18,9 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Attribute, Operation
 
+from tp_dialect.analysis.machine import Machine
 from tp_dialect.dtypes import numpy_dtype
 from tp_dialect.ops import AllReduceOp, SectionOp, ShardOp, UnshardOp, YieldOp
-from tp_dialect.runtime.machine import Machine
 
 
 @dataclass(frozen=True)
@@ -110,3 +110,87 @@ def _is_contraction(op: linalg.GenericOp) -> bool:
         and len(op.inputs) == 2
         and not any(isinstance(o, arith.MaximumfOp) for o in op.body.block.ops)
     )
+
+
+# -- all-reduce algorithms ------------------------------------------------------------------
+
+ALLREDUCE_ALGORITHMS = ("fold", "ring", "oneshot", "twoshot")
+
+
+def allreduce_link_time(algorithm: str, nbytes_: float, n: int, machine: Machine) -> float:
+    """The link time of one all-reduce of ``nbytes_`` per partial over ``n`` chips, as the
+    algorithm moves data (alpha-beta: latency per step, bytes over one link's bandwidth):
+
+    - ``fold`` (the seed's): N-1 partials into chip 0 one after another, the sum back to N-1
+      chips one after another: 2(N-1) transfers of the whole tensor, each over its hops;
+    - ``ring``: 2(N-1) steps of 1/N of the tensor between ring neighbours;
+    - ``oneshot``: every chip sends its partial to every other chip at once (each pair its
+      own link on all-to-all; on a ring, N-1 neighbour steps of the whole tensor);
+    - ``twoshot``: a reduce-scatter then an all-gather of 1/N slices, each one step on
+      all-to-all (N-1 neighbour steps each on a ring).
+    """
+    if n <= 1:
+        return 0.0
+    lat, bw = machine.link_latency, machine.link_bandwidth
+    ring = machine.topology == "ring"
+    if algorithm == "fold":
+        # On a ring, chip c is min(c, N-c) hops from chip 0: floor(N^2/4) hops in all.
+        hops = (n * n) // 4 if ring else n - 1
+        return 2 * (hops * lat + (n - 1) * nbytes_ / bw)
+    if algorithm == "ring":
+        return 2 * (n - 1) * (lat + nbytes_ / (n * bw))
+    if algorithm == "oneshot":
+        return (n - 1) * (lat + nbytes_ / bw) if ring else lat + nbytes_ / bw
+    if algorithm == "twoshot":
+        if ring:
+            return 2 * (n - 1) * (lat + nbytes_ / (n * bw))
+        return 2 * (lat + nbytes_ / (n * bw))
+    raise ValueError(f"no all-reduce algorithm '{algorithm}'")
+
+
+def allreduce_compute_time(
+    algorithm: str, elements: int, itemsize: int, n: int, m: Machine
+) -> float:
+    """The adds of one all-reduce on the chip(s) that make them: N-1 adds of the whole tensor
+    on one chip (fold) or on every chip at once (oneshot), of 1/N of it (ring, twoshot)."""
+    if n <= 1:
+        return 0.0
+    share = 1 if algorithm in ("fold", "oneshot") else 1 / n
+    flops = (n - 1) * elements * share
+    moved = (n + 1) * elements * itemsize * share
+    return max(flops / m.peak_flops, moved / m.hbm_bandwidth)
+
+
+def allreduce_time(algorithm: str, result_type: Attribute, n: int, machine: Machine) -> float:
+    """Modelled time of one all-reduce of a ``result_type`` tensor: its link time and its
+    adds (see `allreduce_link_time`, `allreduce_compute_time`)."""
+    assert isinstance(result_type, TensorType)
+    size = nbytes(result_type)
+    itemsize = numpy_dtype(result_type.element_type).itemsize
+    return allreduce_link_time(algorithm, size, n, machine) + allreduce_compute_time(
+        algorithm, _elements(result_type), itemsize, n, machine
+    )
+
+
+def least_allreduce_link_time(nbytes_: float, n: int, machine: Machine) -> float:
+    """The least link time any all-reduce needs on the machine's topology: one latency plus
+    (N-1)/N of the tensor over one link on all-to-all (each chip must receive the other
+    chips' share of its part); on a ring, the ring's own bound."""
+    if n <= 1:
+        return 0.0
+    lat, bw = machine.link_latency, machine.link_bandwidth
+    if machine.topology == "ring":
+        return 2 * (n - 1) * (lat + nbytes_ / (n * bw))
+    return lat + (n - 1) / n * nbytes_ / bw
+
+
+def best_allreduce(
+    result_type: Attribute,
+    n: int,
+    machine: Machine,
+    candidates: tuple[str, ...] = ALLREDUCE_ALGORITHMS,
+) -> tuple[str, dict[str, float]]:
+    """The candidate with the least modelled time for this all-reduce, and every candidate's
+    time (ties go to the earlier candidate: the seed's fold first)."""
+    times = {a: allreduce_time(a, result_type, n, machine) for a in candidates}
+    return min(times, key=lambda a: (times[a], candidates.index(a))), times
