@@ -13,20 +13,24 @@ outside sections (every chip holds its own). The certificate is dropped: placeme
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block, Operation, Region
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 from xdsl.rewriter import InsertPoint
 
+from tp_dialect.analysis.cost import best_allreduce, nbytes, split_axis
 from tp_dialect.analysis.folds import find_folds
+from tp_dialect.analysis.machine import Machine, MachineError, machine_from
 from tp_dialect.analysis.provenance import Provenance
 from tp_dialect.analysis.touch import is_statement
 from tp_dialect.certificate import drop
+from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.grid import stated_chips
 from tp_dialect.names import value_name
 from tp_dialect.ops import AllReduceOp, SectionOp, TransferOp, YieldOp
@@ -39,7 +43,6 @@ class RelocateStatement(RewritePattern):
     """Wrap one top-level statement in a section on its chips."""
 
     prov: Provenance
-    algorithm: str
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not isinstance(op.parent_op(), FuncOp) or not is_statement(op):
@@ -60,34 +63,63 @@ class RelocateStatement(RewritePattern):
             old.replace_uses_with_if(new, lambda use: use.operation is not terminator)
         op.detach()
         section.body.block.insert_op_before(op, terminator)
-        if isinstance(op, AllReduceOp):
-            op.algorithm = StringAttr(self.algorithm)
         rewriter.has_done_action = True
 
 
 @dataclass(frozen=True)
 class TpRelocate(ModulePass):
-    """Make every statement a section on its chips (all-reduce: allreduce=fold|ring)."""
+    """Make every statement a section on its chips; each all-reduce gets its algorithm
+    (``allreduce=fold|ring|oneshot|twoshot``, or ``auto``: per all-reduce, the one with the
+    least modelled time on ``machine``; ``report=true`` prints every candidate's time)."""
 
     name = "tp-relocate"
 
     allreduce: str = "fold"
+    machine: str = "sn40l"
+    report: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.allreduce not in AllReduceOp.ALGORITHMS:
+        choices = (*AllReduceOp.ALGORITHMS, "auto")
+        if self.allreduce not in choices:
             raise TpReject.NOT_SECTIONED.at(
                 None,
-                f"tp-relocate: allreduce={self.allreduce} is not one of "
-                f"{', '.join(AllReduceOp.ALGORITHMS)}",
+                f"tp-relocate: allreduce={self.allreduce} is not one of {', '.join(choices)}",
             )
+        machine = None
+        if self.allreduce == "auto":
+            try:
+                machine = machine_from(self.machine)
+            except MachineError as err:
+                raise TpDiagnostic(None, f"tp-relocate: {err}") from None
         # The seed's fold becomes ONE all-reduce section, never a chain of two-way adds.
         TpRaiseAllreduce().apply(ctx, op)
         n = stated_chips(op) or 1
         for fold in find_folds(op):
             if isinstance(fold.ops[0].parent_op(), FuncOp):
                 raise fold.refusal(n)  # not an all-reduce: two-way adds would hide that
-        walker = PatternRewriteWalker(
-            RelocateStatement(Provenance(op), self.allreduce), apply_recursively=False
-        )
+        for reduce in (o for o in op.walk() if isinstance(o, AllReduceOp)):
+            if isinstance(reduce.parent_op(), FuncOp):
+                algorithm = self.allreduce
+                if machine is not None:
+                    algorithm = _choose(reduce, n, machine, self.report)
+                reduce.algorithm = StringAttr(algorithm)
+        walker = PatternRewriteWalker(RelocateStatement(Provenance(op)), apply_recursively=False)
         walker.rewrite_module(op)
         drop(op)
+
+
+def _choose(reduce: AllReduceOp, n: int, machine: Machine, report: bool) -> str:
+    """The linkable algorithm with the least modelled time for ``reduce`` on ``machine``
+    (the ring has no per-chip form, and a two-shot needs an axis to cut into N slices)."""
+    t = reduce.result.type
+    assert isinstance(t, TensorType)
+    candidates = ("fold", "oneshot") + (("twoshot",) if split_axis(t, n) else ())
+    best, times = best_allreduce(t, n, machine, candidates)
+    if report:
+        listed = ", ".join(f"{a} {times[a] * 1e6:.2f} us" for a in candidates)
+        print(
+            f"tp-relocate: all-reduce %{value_name(reduce.result)} ({nbytes(t) / 1024:.1f} KiB, "
+            f"{n} chips, {machine.name}): {listed} -> {best}",
+            file=sys.stderr,
+        )
+    return best

@@ -196,8 +196,11 @@ class UnshardOp(IRDLOperation):
 class AllReduceOp(IRDLOperation):
     """``out = Σ partials``: one partial per chip, in chip order; the sum is the spine.
 
-    How the sum is formed is an ``algorithm`` the lowering picks: ``fold`` (the seed's,
-    the default) or ``ring``; the numbers are the same.
+    How the sum is formed is an ``algorithm`` the lowering picks: ``fold`` (the seed's, the
+    default: partials to chip 0, the sum back), ``ring`` (the sum left on every chip),
+    ``oneshot`` (every chip receives every partial and adds them in chip order) or
+    ``twoshot`` (a reduce-scatter of 1/N slices, then an all-gather); every chip holds the
+    left fold of the partials in chip order (ring: up to f32 rounding).
 
     ``%s = tp.allreduce %p0, %p1 : tensor<1x8xf32, #tp.chip<0>>, tensor<1x8xf32,
     #tp.chip<1>> -> tensor<1x8xf32>``
@@ -215,7 +218,7 @@ class AllReduceOp(IRDLOperation):
         "$partials (`algorithm` $algorithm^)? attr-dict `:` type($partials) `->` type($result)"
     )
 
-    ALGORITHMS: ClassVar[tuple[str, ...]] = ("fold", "ring")
+    ALGORITHMS: ClassVar[tuple[str, ...]] = ("fold", "ring", "oneshot", "twoshot")
 
     def __init__(
         self, partials: Sequence[SSAValue], result_type: TensorType, algorithm: str | None = None
@@ -225,8 +228,7 @@ class AllReduceOp(IRDLOperation):
 
     @property
     def algorithm_name(self) -> str:
-        """``fold`` (the seed's: partials handed to chip 0, folded there; the default) or
-        ``ring`` (Megatron's: the sum left on every chip)."""
+        """The algorithm forming the sum (``fold`` when none is written)."""
         return "fold" if self.algorithm is None else self.algorithm.data
 
     def verify_(self) -> None:

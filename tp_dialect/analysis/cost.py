@@ -19,6 +19,7 @@ from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Attribute, Operation
 
 from tp_dialect.analysis.machine import Machine
+from tp_dialect.attrs import SliceAttr
 from tp_dialect.dtypes import numpy_dtype
 from tp_dialect.ops import AllReduceOp, SectionOp, ShardOp, UnshardOp, YieldOp
 
@@ -194,3 +195,24 @@ def best_allreduce(
     time (ties go to the earlier candidate: the seed's fold first)."""
     times = {a: allreduce_time(a, result_type, n, machine) for a in candidates}
     return min(times, key=lambda a: (times[a], candidates.index(a))), times
+
+
+def split_axis(t: TensorType, n: int) -> SliceAttr | None:
+    """How a ``t`` tensor is cut into ``n`` slices for a two-shot all-reduce: along its
+    longest axis (the last of equals), in ranges as even as the extent allows — or None when
+    no axis has ``n`` elements (there is no slice for every chip)."""
+    shape = list(t.get_shape())
+    if not shape or max(shape) < n:
+        return None
+    axis = max(range(len(shape)), key=lambda a: (shape[a], a))
+    return SliceAttr(axis, _ranges(shape[axis], n), shape)
+
+
+def _ranges(extent: int, n: int) -> list[tuple[int, int]]:
+    base, extra = divmod(extent, n)
+    out, start = [], 0
+    for s in range(n):
+        length = base + (1 if s < extra else 0)
+        out.append((start, length))
+        start += length
+    return out

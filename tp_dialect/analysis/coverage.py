@@ -202,6 +202,7 @@ def contracted_slices(
     told."""
     tracer = _Tracer(solver, at)
     value, calls = tracer.exact(partial, calls)
+    value, calls, _ = _through_views(value, calls, tracer)
     op = value.owner
     if not isinstance(op, Operation) or not _contraction(op):
         if (via := tracer.reaches(value, calls, _contraction)) is not None:
@@ -230,6 +231,34 @@ def contracted_slices(
         if not (isinstance(weight, BlockArgument) and isinstance(_op_of(weight), func.FuncOp)):
             raise Unproven(chip, f"a slice cut from %{value_name(weight)}, not from an argument")
         yield from _covered(shard, weight, amap.data.results, reduced, chip)
+
+
+View = tuple[tuple[int, ...], ...]  # static (offsets, sizes, strides) of slices, outermost last
+
+
+def _through_views(value: SSAValue, calls: Calls, tracer: _Tracer) -> tuple[SSAValue, Calls, View]:
+    """``value`` seen through static ``tensor.extract_slice``s of it (a two-shot all-reduce's
+    reduce-scatter sums one slice of every partial): what they slice, and the slices taken.
+    Slicing a contraction's result keeps which part of its contracted axis it summed, as long
+    as every chip takes the same slice (`check_coverage` holds them to it)."""
+    view: list[tuple[int, ...]] = []
+    while isinstance(op := value.owner, tensor.ExtractSliceOp) and not (
+        op.offsets or op.sizes or op.strides
+    ):
+        view += [
+            tuple(op.static_offsets.get_values()),
+            tuple(op.static_sizes.get_values()),
+            tuple(op.static_strides.get_values()),
+        ]
+        value, calls = tracer.exact(op.source, calls)
+    return value, calls, tuple(view)
+
+
+def partial_view(partial: SSAValue, solver: Solver, at: Operation, calls: Calls = ()) -> View:
+    """The static slices ``partial`` takes of what computes it (empty: none)."""
+    tracer = _Tracer(solver, at)
+    value, calls = tracer.exact(partial, calls)
+    return _through_views(value, calls, tracer)[2]
 
 
 def _is_shard(op: Operation) -> bool:
@@ -290,9 +319,12 @@ def _check(partials: Sequence[SSAValue], at: Operation, solver: Solver, calls: C
     held: dict[object, list[tuple[int, int, int]]] = {}  # (start, end, chip)
     sizes: dict[object, int] = {}
     names: dict[object, str] = {}
+    views = {partial_view(p, solver, at, calls) for p in partials}
     for chip, partial in enumerate(partials):
         try:
             cuts = list(contracted_slices(partial, solver, at, chip, calls))
+            if cuts and len(views) > 1:
+                raise Unproven(chip, "a slice of a contraction that other chips slice otherwise")
         except Unproven as why:
             raise TpReject.SLICES_GAP.at(
                 at,

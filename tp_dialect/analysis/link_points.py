@@ -48,13 +48,21 @@ def runs_on(section: SectionOp) -> tuple[int, ...]:
     if isinstance(coll, UnshardOp):
         return ()
     if isinstance(coll, AllReduceOp):
-        if coll.algorithm_name != "fold":
-            raise TpReject.NOT_LINKABLE.at(
-                coll,
-                "a ring all-reduce exchanges inside the collective, which per-chip "
-                "programs cannot spell as transfers: relocate with allreduce=fold",
-            )
-        return (0,)
+        algorithm = coll.algorithm_name
+        if algorithm == "fold":
+            return (0,)
+        if algorithm == "oneshot":
+            return section.chip_list  # every chip adds every partial it received
+        why = (
+            "exchanges inside the collective"
+            if algorithm == "ring"
+            else "is spelled as transfers only once tp-transfers has expanded it"
+        )
+        raise TpReject.NOT_LINKABLE.at(
+            coll,
+            f"a {algorithm} all-reduce {why}, which per-chip programs cannot hold: relocate "
+            "with allreduce=fold, oneshot, twoshot or auto, then run tp-transfers",
+        )
     return section.chip_list
 
 

@@ -15,9 +15,11 @@ destination chip (`SectionTouch.copies`).
 
 Where a section reads and writes: an ordinary section on chips S reads every operand and
 writes every result on each chip of S. A ``tp.allreduce`` section reads partial c where the
-algorithm folds it — on chip 0 for the seed's ``fold`` (so partials cross to chip 0), on chip c
-for ``ring`` — and writes the sum on chip 0 (``fold``: other chips get it by transfer) or on
-every chip (``ring``). A ``tp.unshard`` section (the host's storing map) reads part c on chip c.
+algorithm adds it — on chip 0 for the seed's ``fold`` (so partials cross to chip 0), on chip c
+for ``ring`` (its exchange is inside the collective), on every chip for ``oneshot`` (and for a
+``twoshot`` not yet expanded into its reduce-scatter and all-gather by tp-transfers) — and
+writes the sum on chip 0 (``fold``: other chips get it by transfer) or on every chip. A
+``tp.unshard`` section (the host's storing map) reads part c on chip c.
 """
 
 from __future__ import annotations
@@ -158,10 +160,16 @@ def reads_where(
     chips = section.chip_list
     coll = collective(section)
     if isinstance(coll, AllReduceOp):
-        fold = coll.algorithm_name == "fold"
+        algorithm = coll.algorithm_name
         for c, partial in enumerate(coll.partials):
             if hosts or not is_host_value(partial):
-                yield partial, 0 if fold else c
+                if algorithm == "fold":
+                    yield partial, 0
+                elif algorithm == "ring":
+                    yield partial, c
+                else:  # every chip adds every partial itself
+                    for reader in chips:
+                        yield partial, reader
         return
     if isinstance(coll, UnshardOp):
         for part in coll.parts:
