@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from benchmarks import decode_step, parse_print, passes_scaling, relay_scaling
+from benchmarks import (
+    decode_step,
+    machine_sweep,
+    model_qwen3,
+    parse_print,
+    passes_scaling,
+    relay_scaling,
+)
 
 
 def main() -> None:
@@ -10,6 +17,8 @@ def main() -> None:
     decode_step.main()
     passes_scaling.main()
     relay_scaling.main()
+    model_qwen3.main()
+    machine_sweep.main()
 
 
 if __name__ == "__main__":

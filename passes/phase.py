@@ -1,29 +1,36 @@
 """tp-phase: statements reordered phase by phase, a ``tp.barrier`` closing each phase.
 
-Invariant: each statement (section or transfer), in source order, goes into the earliest
-phase after every statement it depends on (read-after-write, write-after-read,
-write-after-write on each tensor's storage; in-place carried state such as KV caches
-included, wherever the storage came from — a ``tp.shard`` or a function argument) where its
-chips are free; two statements of one phase never share a chip and never touch what the other
-writes. A transfer copies without writing its tensor's storage: it follows the writer of what
-it copies, precedes any later in-place writer of it and the readers on its destination chip,
-and waits for no reader elsewhere (`tp_dialect.analysis.phases`). Constants move to the top
-of the function (every chip holds its own), so the reordered program still defines each value
-before its use.
+Invariant: each statement (section or transfer) is in a later phase than every statement it
+depends on (read-after-write, write-after-read, write-after-write on each tensor's storage;
+in-place carried state such as KV caches included, wherever the storage came from — a
+``tp.shard`` or a function argument); two statements of one phase never share a chip and
+never touch what the other writes. A transfer copies without writing its tensor's storage: it
+follows the writer of what it copies, precedes any later in-place writer of it and the
+readers on its destination chip, and waits for no reader elsewhere
+(`tp_dialect.analysis.phases`). Constants move to the top of the function (every chip holds
+its own), so the reordered program still defines each value before its use.
+
+Where that leaves a choice, ``order`` decides: ``critical-path`` (the default) fills each
+phase with the ready statements that have the longest way still to go, timed on ``machine``
+(a preset of `tp_dialect.analysis.machine` or a JSON file); ``source`` is the seed's rule,
+each statement in source order into the earliest phase its dependencies and chips allow.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.dialects.func import FuncOp
 from xdsl.passes import ModulePass
 
-from tp_dialect.analysis.phases import phase_of
+from tp_dialect.analysis.machine import Machine, MachineError, machine_from
+from tp_dialect.analysis.phases import ORDERS, phase_of, statement_times
 from tp_dialect.analysis.touch import is_constant, statements, touch
 from tp_dialect.certificate import kept
+from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.grid import stated_chips
 from tp_dialect.ops import BarrierOp, SectionOp, TransferOp
 from tp_dialect.reject import TpReject
@@ -32,8 +39,12 @@ from tp_dialect.signature import entry_function
 PHASE_ATTR = "tp.phase"
 
 
-def order_phases(func: FuncOp, n_chips: int) -> int:
-    """Reorder ``func``'s statements into phases with barriers; the number of phases."""
+def order_phases(
+    func: FuncOp, n_chips: int, machine: Machine | None = None, order: str = "critical-path"
+) -> int:
+    """Reorder ``func``'s statements into phases with barriers (each statement after what it
+    depends on, no chip twice in a phase), placed by ``order`` with times on ``machine``
+    (default sn40l); the number of phases."""
     block = func.body.block
     for old in [op for op in block.ops if isinstance(op, BarrierOp)]:
         old.detach()
@@ -44,7 +55,10 @@ def order_phases(func: FuncOp, n_chips: int) -> int:
             raise TpReject.NOT_SECTIONED.at(
                 op, f"'{op.name}' is not in a tp.section: run tp-relocate before tp-phase"
             )
-    phases = phase_of([touch(op, n_chips) for op in stmts])  # type: ignore[arg-type]
+    touches = [touch(op, n_chips) for op in stmts]  # type: ignore[arg-type]
+    machine = machine or machine_from("sn40l")
+    times = statement_times(touches, machine, n_chips)
+    phases = phase_of(touches, times, order, machine.barrier_latency)
     first = block.first_op
     for op in [op for op in block.ops if is_constant(op)]:
         if op is not first:
@@ -65,10 +79,22 @@ def order_phases(func: FuncOp, n_chips: int) -> int:
 
 @dataclass(frozen=True)
 class TpPhase(ModulePass):
-    """Order sections into phases of chips that run at once, a barrier after each."""
+    """Order sections into phases of chips that run at once, a barrier after each
+    (order=critical-path|source, machine=preset or JSON file for the critical path)."""
 
     name = "tp-phase"
 
+    order: Literal["critical-path", "source"] = "critical-path"
+    machine: str = "sn40l"
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.order not in ORDERS:
+            raise TpDiagnostic(
+                None, f"tp-phase: order={self.order} is not one of {', '.join(ORDERS)}"
+            )
+        try:
+            machine = machine_from(self.machine)
+        except MachineError as err:
+            raise TpDiagnostic(None, f"tp-phase: {err}") from None
         with kept(op):  # reordering only: nothing moves between chips
-            order_phases(entry_function(op), stated_chips(op) or 1)
+            order_phases(entry_function(op), stated_chips(op) or 1, machine, self.order)

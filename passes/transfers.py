@@ -94,7 +94,17 @@ def twoshot_statements(section: SectionOp, reduce: AllReduceOp) -> list[Operatio
         out.append(fold)
         reduced.append(fold.outs[0])
     gather = tensor.ConcatOp(reduced, axis, result_t)
-    out.append(_section(label, section.chip_list, [gather]))
+    # The all-gather's section carries the all-reduce's fused epilogue, if it has one: the
+    # section's other ops, now reading the gathered sum, and everything it yielded.
+    epilogue = [o for o in section.body.block.ops if o is not reduce and not isinstance(o, YieldOp)]
+    reduce.result.replace_uses_with_if(
+        gather.result, lambda use: use.operation is not section.yield_op
+    )
+    yielded = [gather.result if v is reduce.result else v for v in section.yield_op.values]
+    for o in epilogue:
+        o.detach()
+    body = Block([gather, *epilogue, YieldOp(*yielded)])
+    out.append(SectionOp(section.chip_list, Region(body), [v.type for v in yielded], label))
     return out
 
 
@@ -133,9 +143,10 @@ class ExpandTwoshot(RewritePattern):
             return
         statements = twoshot_statements(op, reduce)
         rewriter.insert(statements, InsertPoint.before(op))
-        sum_ = statements[-1].results[0]
-        sum_.name_hint = op.outs[0].name_hint
-        rewriter.replace(op, [], [sum_])
+        outs = statements[-1].results
+        for new, old in zip(outs, op.outs, strict=True):
+            new.name_hint = old.name_hint
+        rewriter.replace(op, [], list(outs))
 
 
 @dataclass

@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, Phase
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
 
+from tp_dialect.analysis.touch import SectionTouch
 from tp_dialect.grid import check_chip_indices
 from tp_dialect.passes import TP_PASSES
 from tp_dialect.ssa import check_dominance
@@ -41,3 +42,14 @@ def check_ir(module: ModuleOp) -> None:
 
 def apply(module: ModuleOp, spec: str) -> None:
     PassPipeline.parse_spec(TP_PASSES, spec).apply(CTX, module)
+
+
+def touch_of(name: str, chips: set[int], reads=(), writes=(), copies=()) -> SectionTouch:
+    """A statement's touch written by hand (its op stands in as ``name``)."""
+    return SectionTouch(
+        name,  # type: ignore[arg-type]
+        frozenset(chips),
+        frozenset(reads),
+        frozenset(writes),
+        frozenset(copies),
+    )

@@ -20,8 +20,9 @@ from random_programs import Program, programs
 
 from tp_dialect.analysis.cost import split_axis
 from tp_dialect.analysis.obligation import check_obligation
+from tp_dialect.analysis.touch import collective
 from tp_dialect.diagnostics import TpDiagnostic
-from tp_dialect.ops import AllReduceOp
+from tp_dialect.ops import AllReduceOp, SectionOp, YieldOp
 from tp_dialect.runtime.checkpoint import random_inputs, random_weights
 from tp_dialect.runtime.reference import run_program
 
@@ -50,15 +51,23 @@ def _splittable(module: object, n: int) -> bool:
     )
 
 
-@settings(max_examples=40, **SETTINGS)
-@given(prog=programs(), algorithm=st.sampled_from(ALGORITHMS))
-def test_every_algorithm_keeps_the_numbers_at_every_stage(prog: Program, algorithm: str) -> None:
-    """Invariant: after tp-relocate with the algorithm, then each later stage, the outputs
-    are the source's (bitwise but for ring), the IR verifies and is certified."""
+def _relocate(algorithm: str, epilogue: bool) -> str:
+    fused = " epilogue=true shim=sn40l" if epilogue else ""
+    return f"tp-relocate{{allreduce={algorithm}{fused}}}"
+
+
+@settings(max_examples=50, **SETTINGS)
+@given(prog=programs(), algorithm=st.sampled_from(ALGORITHMS), epilogue=st.booleans())
+def test_every_algorithm_keeps_the_numbers_at_every_stage(
+    prog: Program, algorithm: str, epilogue: bool
+) -> None:
+    """Invariant: after tp-relocate with the algorithm (and a fused epilogue or not), then
+    each later stage, the outputs are the source's (bitwise but for ring), the IR verifies
+    and is certified."""
     source = parse(prog.text())
     want = run_program(source, prog.inputs)
     module = parse(prog.text())
-    apply(module, f"tp-raise-allreduce,tp-relocate{{allreduce={algorithm}}}")
+    apply(module, f"tp-raise-allreduce,{_relocate(algorithm, epilogue)}")
     exact = algorithm != "ring"
     _same(run_program(module, prog.inputs), want, exact)
     raised = parse(prog.text())
@@ -80,12 +89,13 @@ def test_every_algorithm_keeps_the_numbers_at_every_stage(prog: Program, algorit
 
 @pytest.mark.parametrize("chips", [2, 4, 8])
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
-def test_every_algorithm_keeps_qwen3s_numbers(chips: int, algorithm: str) -> None:
-    source = program(tiny(chips=chips, layers=1))
+@pytest.mark.parametrize("epilogue", [False, True])
+def test_every_algorithm_keeps_qwen3s_numbers(chips: int, algorithm: str, epilogue: bool) -> None:
+    source = program(tiny(chips=chips, layers=2 if epilogue else 1))
     values = {**random_weights(source, 3), **random_inputs(source, 4, position=5)}
     want = run_program(source, values)
     module = source.clone()
-    apply(module, f"tp-relocate{{allreduce={algorithm}}},tp-transfers,tp-phase")
+    apply(module, f"{_relocate(algorithm, epilogue)},tp-transfers,tp-phase")
     stages = [module]
     if algorithm != "ring":
         linked = module.clone()
@@ -103,3 +113,37 @@ def test_auto_picks_oneshot_for_decode_all_reduces_on_sn40l() -> None:
     apply(module, "tp-relocate{allreduce=auto}")
     chosen = {op.algorithm_name for op in module.walk() if isinstance(op, AllReduceOp)}
     assert chosen == {"oneshot"}
+
+
+def _sections(module: object) -> list[SectionOp]:
+    return [op for op in module.walk() if isinstance(op, SectionOp)]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("algorithm", ["oneshot", "twoshot", "ring"])
+def test_an_epilogue_carries_the_residual_add_and_rmsnorm(algorithm: str) -> None:
+    """With the sum on every chip, the residual add and the next RMSNorm join the all-reduce's
+    section (fewer sections, the sum not stored and re-read); fold sums on chip 0: none."""
+    plain, fused = program(tiny(chips=4, layers=2)).clone(), program(tiny(chips=4, layers=2))
+    fused = fused.clone()
+    apply(plain, _relocate(algorithm, False))
+    apply(fused, _relocate(algorithm, True))
+    heads = [s for s in _sections(fused) if isinstance(collective(s), AllReduceOp)]
+    assert len(heads) == 4  # two per layer
+    docs = [
+        [o.name for o in s.body.block.ops if not isinstance(o, AllReduceOp | YieldOp)]
+        for s in heads
+    ]
+    # Every all-reduce carries the residual add; the first three also the RMSNorm after it
+    # (its sum of squares and its scaling); the last feeds only the step's outputs.
+    assert all(d and d[0] == "arith.addf" for d in docs)
+    assert all(d.count("linalg.generic") == 2 for d in docs[:3])
+    # Three sections (add, sum of squares, scaling) join each of the first three; one the last.
+    assert len(_sections(plain)) - len(_sections(fused)) == 3 * 3 + 1
+
+
+def test_fold_keeps_no_epilogue() -> None:
+    plain, fused = program(tiny(chips=4, layers=1)).clone(), program(tiny(chips=4, layers=1))
+    fused = fused.clone()
+    apply(plain, _relocate("fold", False))
+    apply(fused, _relocate("fold", True))
+    assert str(plain) == str(fused)

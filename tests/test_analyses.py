@@ -2,56 +2,69 @@
 
 from __future__ import annotations
 
+import pytest
 from ir_helpers import parse
+from ir_helpers import touch_of as _t
 from programs import program, tiny
 from xdsl.dialects import tensor
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.passes import PassPipeline
 
-from tp_dialect.analysis.phases import phase_of, phase_order
-from tp_dialect.analysis.touch import SectionTouch, statements, storage, touch
+from tp_dialect.analysis.phases import ORDERS, phase_of, phase_order
+from tp_dialect.analysis.touch import statements, storage, touch
 from tp_dialect.analysis.transfers import transfers
 from tp_dialect.ops import SectionOp, TransferOp
 from tp_dialect.passes import TP_PASSES
 from tp_dialect.signature import entry_function
 from tp_dialect.universe import tp_context
 
-
-def _t(name: str, chips: set[int], reads=(), writes=(), copies=()) -> SectionTouch:
-    return SectionTouch(
-        name,  # type: ignore[arg-type]
-        frozenset(chips),
-        frozenset(reads),
-        frozenset(writes),
-        frozenset(copies),
-    )
+# The dependency rules hold in either order (the first two tests check both; unit times, so
+# the critical path counts statements); where a test pins exact phases that are the seed's
+# placement, it asks for order="source".
 
 
-def test_write_after_read_waits_for_the_read_even_on_other_chips() -> None:
+@pytest.mark.parametrize("order", ORDERS)
+def test_write_after_read_waits_for_the_read_even_on_other_chips(order: str) -> None:
     # A (chip 1) reads key k; B (chip 0) overwrites k: B may not run before or with A.
     a = _t("A", {1}, reads=[("k", 0)])
     b = _t("B", {0}, writes=[("k", 0)])
-    assert phase_of([a, b]) == [0, 1]
+    assert phase_of([a, b], order=order) == [0, 1]
     # Without the dependency they share a phase (disjoint chips).
-    assert phase_of([a, _t("B", {0}, writes=[("other", 0)])]) == [0, 0]
+    assert phase_of([a, _t("B", {0}, writes=[("other", 0)])], order=order) == [0, 0]
 
 
-def test_read_after_write_and_write_after_write() -> None:
+@pytest.mark.parametrize("order", ORDERS)
+def test_read_after_write_and_write_after_write(order: str) -> None:
     w = _t("W", {0}, writes=[("k", 0)])
     r = _t("R", {1}, reads=[("k", 0)])
     w2 = _t("W2", {1}, writes=[("k", 0)])
-    assert phase_of([w, r]) == [0, 1]
-    assert phase_of([w, w2]) == [0, 1]
+    assert phase_of([w, r], order=order) == [0, 1]
+    assert phase_of([w, w2], order=order) == [0, 1]
 
 
 def test_earliest_free_phase_backfills_independent_work() -> None:
-    # A chain on chip 0, then independent chip-1 work: it goes into phase 0, not after.
+    # The seed's rule: a chain on chip 0, then independent chip-1 work: it goes into
+    # phase 0, not after.
     chain = [_t(f"c{i}", {0}, reads=[(f"v{i}", 0)], writes=[(f"v{i + 1}", 0)]) for i in range(3)]
     late = _t("late", {1}, writes=[("u", 1)])
-    assert phase_of([*chain, late]) == [0, 1, 2, 0]
-    order, barrier_after = phase_order([*chain, late])
+    assert phase_of([*chain, late], order="source") == [0, 1, 2, 0]
+    order, barrier_after = phase_order([*chain, late], order="source")
     assert order == [0, 3, 1, 2]
     assert barrier_after == [False, True, True, True]
+
+
+def test_the_critical_path_runs_the_longest_chain_first() -> None:
+    # Chip 0 has a short chain (a then b, 1 each) and a long one (x then y, 5 each) whose
+    # end chip 1 waits for (z reads y, 1). Source order runs a, b first and z last, alone:
+    # 1 + 1 + 5 + 5 + 1 = 13. The critical path runs x, y first and z beside a: 12.
+    a = _t("a", {0}, writes=[("a", 0)])
+    b = _t("b", {0}, reads=[("a", 0)], writes=[("b", 0)])
+    x = _t("x", {0}, writes=[("x", 0)])
+    y = _t("y", {0}, reads=[("x", 0)], writes=[("y", 0)])
+    z = _t("z", {1}, reads=[("y", 1)], writes=[("z", 1)])
+    times = [1.0, 1.0, 5.0, 5.0, 1.0]
+    assert phase_of([a, b, x, y, z], times, order="source") == [0, 1, 2, 3, 4]
+    assert phase_of([a, b, x, y, z], times) == [2, 3, 0, 1, 2]
 
 
 def test_in_place_update_keeps_the_storage_of_its_destination() -> None:
@@ -87,26 +100,28 @@ def test_a_transfer_waits_for_the_writer_of_what_it_copies_not_for_readers_elsew
     r1 = _t("R1", {1}, reads=[("s", 1)])
     t2 = _t("T2", {0, 2}, reads=[("s", 0)], copies=[("s", 2)])
     r2 = _t("R2", {2}, reads=[("s", 2)])
-    assert phase_of([w, t1, r1, t2, r2]) == [0, 1, 2, 2, 3]
+    assert phase_of([w, t1, r1, t2, r2], order="source") == [0, 1, 2, 2, 3]
     # A reader on chip 0 does not wait for the copy to chip 1 either (only chip 0 is busy).
     r0 = _t("R0", {0}, reads=[("s", 0)])
-    assert phase_of([w, t1, _t("X", {3}), r0]) == [0, 1, 0, 2]
-    assert phase_of([w, _t("T", {1, 2}, reads=[("s", 1)], copies=[("s", 2)]), r0]) == [0, 1, 1]
+    assert phase_of([w, t1, _t("X", {3}), r0], order="source") == [0, 1, 0, 2]
+    assert phase_of(
+        [w, _t("T", {1, 2}, reads=[("s", 1)], copies=[("s", 2)]), r0], order="source"
+    ) == [0, 1, 1]
 
 
 def test_a_transfer_still_orders_against_in_place_writes_and_older_copies() -> None:
     # A later in-place write of the storage waits for the transfer that reads it...
     w = _t("W", {0}, writes=[("s", 0)])
     t = _t("T", {0, 1}, reads=[("s", 0)], copies=[("s", 1)])
-    assert phase_of([w, t, _t("W2", {2}, writes=[("s", 2)])]) == [0, 1, 2]
+    assert phase_of([w, t, _t("W2", {2}, writes=[("s", 2)])], order="source") == [0, 1, 2]
     # ...and a copy onto chip 1 waits until chip 1's readers of the copy already there are
     # done (R reads late: it also waits for U, three phases into chip 2's work).
     chain = [_t(f"u{i}", {2}, reads=[(f"u{i}", 2)], writes=[(f"u{i + 1}", 2)]) for i in range(3)]
     r = _t("R", {1}, reads=[("s", 1), ("u3", 1)])
     again = _t("T'", {0, 1}, reads=[("s", 0)], copies=[("s", 1)])
-    assert phase_of([w, t, *chain, r, again]) == [0, 1, 0, 1, 2, 3, 4]
+    assert phase_of([w, t, *chain, r, again], order="source") == [0, 1, 0, 1, 2, 3, 4]
     # The reader on the copy's chip waits for the copy (read-after-write on the copy).
-    assert phase_of([w, t, _t("R1", {1}, reads=[("s", 1)])]) == [0, 1, 2]
+    assert phase_of([w, t, _t("R1", {1}, reads=[("s", 1)])], order="source") == [0, 1, 2]
 
 
 _ARG_CACHE = """builtin.module attributes {tp.chips = 2 : i64} {

@@ -1,5 +1,6 @@
 """The multi-RDU model: machine descriptions, op costs against hand counts, per-chip memories
-that refuse what is not there, capacity, and modelled time that behaves like the machine."""
+that refuse what is not there, capacity, and modelled time that behaves like the machine.
+The model runs programs as given; tp-run's `model_modes` lowers a copy when a mode needs it."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from tp_dialect.ops import SectionOp, TransferOp
 from tp_dialect.passes import TP_PASSES
 from tp_dialect.runtime.model import ModelError, model
 from tp_dialect.tools.source import parse_module
+from tp_dialect.tools.tp_run import model_modes
 from tp_dialect.universe import tp_context
 
 SN40L = MACHINES["sn40l"]
@@ -94,9 +96,10 @@ def test_every_mode_models_every_stage_and_chips_run_at_once() -> None:
     turn; relay mode runs from per-chip programs; the timeline covers the step."""
     cfg = tiny(chips=4, layers=2)
     source = program(cfg)
-    seq, _ = model(source, SN40L, "sequential")
-    phase, timeline = model(source, SN40L, "phase")
-    relay, relay_timeline = model(source, SN40L, "relay")
+    with pytest.raises(ModelError, match="phase mode needs a sectioned program .* not a source"):
+        model(source, SN40L, "phase")  # the model itself never lowers
+    runs = model_modes(source, SN40L, ["sequential", "phase", "relay"])
+    (seq, _), (phase, timeline), (relay, relay_timeline) = runs.values()
     assert phase.step_time < seq.step_time
     assert relay.step_time > 0 and relay.bytes_moved == phase.bytes_moved > 0
     assert timeline.end() == pytest.approx(phase.step_time, rel=1e-9, abs=1e-12) or (
@@ -114,7 +117,7 @@ def test_ring_needs_no_transfers_and_more_chips_cut_weight_time() -> None:
     times = {}
     for n in (1, 2, 4):
         cfg = Qwen3Config.preset("qwen3-8b", chips=n, dtype="bf16", max_positions=256)
-        times[n], _ = model(program(cfg), SN40L, "relay")
+        times[n], _ = model_modes(program(cfg), SN40L, ["relay"])["relay"]
     assert times[1].compute_time > times[2].compute_time > times[4].compute_time
     ring, _ = model(lowered(tiny(chips=4), "tp-relocate{allreduce=ring}"), SN40L, "phase")
     assert ring.bytes_moved == 0
@@ -128,7 +131,7 @@ def test_every_stage_of_random_programs_runs_on_the_modelled_chips(prog: Program
     """Each lowered stage keeps every read on a chip that holds the tensor (the model's
     memories accept it) and models a positive, finite step in every mode."""
     module, _ = parse_module(tp_context(), prog.text(), "<model property>")
-    for mode in ("sequential", "phase", "relay"):
-        report, timeline = model(module, SN40L, mode)
-        assert 0 <= report.step_time < 1.0
-        assert timeline.end() <= report.step_time + 1e-12
+    modes = ("sequential", "phase", "relay", "dataflow")
+    for mode, (report, timeline) in model_modes(module, SN40L, modes).items():
+        assert 0 <= report.step_time < 1.0, mode
+        assert timeline.end() <= report.step_time + 1e-12, mode

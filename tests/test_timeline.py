@@ -130,6 +130,19 @@ def test_end_and_busy() -> None:
         timeline.busy("chip 7")
 
 
+def test_combine_puts_timelines_side_by_side() -> None:
+    """Two modes' timelines in one: lanes prefixed by mode, in order; slices and flows moved
+    with their lanes, times unchanged; one timeline comes back as it is."""
+    a, b = two_chips(), Timeline(["chip 0"], [Slice("chip 0", "x", 0.1, 0.2, "compute")], [])
+    both = tl.combine({"phase": a, "dataflow": b})
+    assert both.lanes == [f"phase: {lane}" for lane in a.lanes] + ["dataflow: chip 0"]
+    assert len(both.slices) == len(a.slices) + 1 and len(both.flows) == len(a.flows)
+    assert both.slices[-1] == Slice("dataflow: chip 0", "x", 0.1, 0.2, "compute")
+    assert both.flows[-1] == Flow("l0_c1_o", "phase: chip 1", 0.00225, "phase: chip 0", 0.00225)
+    assert chrome_trace(both)["traceEvents"]  # every lane and flow still valid
+    assert tl.combine({"relay": a}) is a
+
+
 def test_negative_duration_is_named() -> None:
     timeline = two_chips()
     timeline.slices.append(Slice("chip 1", "l1_c1_mlp", 0.003, -1e-6, "compute"))

@@ -7,6 +7,12 @@ also runs the unsharded program (regenerated from the module's ``tp.config``, or
 ``--against FILE``) on the same weights and inputs and fails above tolerance. ``--storage``
 runs the program with in-place updates overwriting their caches' storage (as a chip would);
 the program checked against still runs with value semantics, the reference meaning.
+
+``tp-run layer.mlir --dry-run [--machine M] [--mode phase,relay,dataflow|all]`` models the
+step instead (`tp_dialect.runtime.model`). The model runs a program at the stage it is given;
+lowering is this tool's: when a mode needs a later stage (sections for sequential and phase,
+per-chip programs for relay and dataflow) a copy is lowered first — a source program with
+``--allreduce``'s algorithm — and stderr says which passes ran.
 """
 
 from __future__ import annotations
@@ -16,17 +22,20 @@ import io
 import json
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import PassPipeline
 
 from tp_dialect import certificate
-from tp_dialect.analysis.machine import MachineError, machine_from
+from tp_dialect.analysis.machine import Machine, MachineError, machine_from
 from tp_dialect.analysis.stats import format_stats, pipeline_stats
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.frontend.qwen3 import GenError, Qwen3Config, generate
+from tp_dialect.ops import AllReduceOp
+from tp_dialect.passes import TP_PASSES
 from tp_dialect.runtime.checkpoint import (
     MemorySource,
     SafetensorsSource,
@@ -35,13 +44,28 @@ from tp_dialect.runtime.checkpoint import (
     random_inputs,
     random_weights,
 )
-from tp_dialect.runtime.model import ModelError, model
+from tp_dialect.runtime.model import (
+    MODES,
+    NEEDS,
+    ModelError,
+    ModelReport,
+    default_mode,
+    model,
+    stage_of,
+)
 from tp_dialect.runtime.reference import run_program
-from tp_dialect.runtime.timeline import write_chrome_trace, write_timeline_png
+from tp_dialect.runtime.timeline import (
+    Timeline,
+    combine,
+    write_chrome_trace,
+    write_timeline_png,
+)
 from tp_dialect.signature import BindError
 from tp_dialect.tools.common import UserError, run_tool, write_atomically
 from tp_dialect.tools.source import load_program, parse_module
 from tp_dialect.universe import tp_context
+
+ALLREDUCE_CHOICES: tuple[str, ...] = (*AllReduceOp.ALGORITHMS, "auto")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -79,8 +103,14 @@ def parser() -> argparse.ArgumentParser:
     )
     m.add_argument(
         "--mode",
-        choices=["sequential", "phase", "relay"],
-        help="how the chips are driven (default: from the program's stage)",
+        help="how the chips are driven: sequential, phase, relay, dataflow, several "
+        "comma-separated (side by side), or all (default: from the program's stage)",
+    )
+    m.add_argument(
+        "--allreduce",
+        default="fold",
+        help="the all-reduce algorithm when a source program is lowered for the model: "
+        "fold (default), ring, oneshot, twoshot or auto (per all-reduce, by the machine)",
     )
     m.add_argument("--report", help="write the modelled figures here (JSON)")
     m.add_argument("--trace", help="write a Chrome trace here (opens in Perfetto)")
@@ -183,26 +213,125 @@ def _warn_certificate(path: str, module: ModuleOp) -> None:
         )
 
 
+def parse_modes(text: str | None) -> list[str]:
+    """The modes ``--mode`` names, in the report's order (``all``: every mode; none: an
+    empty list, the program's stage decides); raises UserError naming an unknown one."""
+    if text is None:
+        return []
+    asked = [m.strip() for m in text.split(",")]
+    if "all" in asked:
+        return list(MODES)
+    for mode in asked:
+        if mode not in MODES:
+            raise UserError(
+                f"unknown mode '{mode}' in --mode (one of {', '.join(MODES)}, "
+                "several comma-separated, or all)"
+            )
+    return [m for m in MODES if m in asked]
+
+
+def lowering_for(module: ModuleOp, mode: str, allreduce: str, machine: str) -> list[str]:
+    """The passes that bring ``module`` to the stage ``mode`` models (none when it is there
+    already); raises UserError when it is past it (per-chip programs cannot go back)."""
+    stage = stage_of(module)
+    relocate = f"tp-relocate{{allreduce={allreduce}}}"
+    if allreduce == "auto":
+        relocate = f"tp-relocate{{allreduce=auto machine={machine}}}"
+    if NEEDS[mode] == "programs":
+        if stage == "programs":
+            return []
+        head = [relocate, "tp-transfers"] if stage == "source" else []
+        return [*head, "tp-link-points"]
+    if stage == "programs":
+        raise UserError(
+            f"{mode} mode needs the sectioned program, not per-chip programs: give the "
+            "program before tp-link-points"
+        )
+    passes = [relocate, "tp-transfers"] if stage == "source" else []
+    if mode == "phase" and stage != "phased":
+        passes.append("tp-phase")
+    return passes
+
+
+def model_modes(
+    module: ModuleOp,
+    machine: Machine,
+    modes: Sequence[str],
+    allreduce: str = "fold",
+    machine_spec: str = "sn40l",
+    say: Callable[[str], None] | None = None,
+) -> dict[str, tuple[ModelReport, Timeline]]:
+    """Each of ``modes`` modelled on ``machine``, lowering a copy of ``module`` first when
+    the mode needs a later stage (once per distinct lowering; ``say`` is told which)."""
+    lowered: dict[tuple[str, ...], ModuleOp] = {}
+    out: dict[str, tuple[ModelReport, Timeline]] = {}
+    for mode in modes:
+        passes = tuple(lowering_for(module, mode, allreduce, machine_spec))
+        if passes not in lowered:
+            copy = module
+            if passes:
+                if say is not None:
+                    say(f"lowering a copy for {mode} mode: {','.join(passes)}")
+                copy = module.clone()
+                PassPipeline.parse_spec(TP_PASSES, ",".join(passes)).apply(tp_context(), copy)
+            lowered[passes] = copy
+        out[mode] = model(lowered[passes], machine, mode)
+    return out
+
+
 def _model(args: argparse.Namespace, module: ModuleOp) -> None:
-    """Model the step on the machine; print the summary and write what was asked for."""
-    machine = machine_from(args.machine or "sn40l")
+    """Model the step on the machine in every asked mode; print each summary and write what
+    was asked for (several modes: side by side in one report, trace and chart)."""
+    spec = args.machine or "sn40l"
+    machine = machine_from(spec)
+    if args.allreduce not in ALLREDUCE_CHOICES:
+        raise UserError(
+            f"unknown all-reduce algorithm '{args.allreduce}' in --allreduce (one of "
+            f"{', '.join(ALLREDUCE_CHOICES)})"
+        )
+    modes = parse_modes(args.mode)
+    if not modes:
+        stage = stage_of(module)
+        modes = ["sequential"] if stage == "source" else [default_mode(module)]
+
+    def say(text: str) -> None:
+        print(f"tp-run: {text}", file=sys.stderr)
+
     t0 = time.perf_counter()
-    report, timeline = model(module, machine, args.mode)
-    print(report.summary() + f" [modelled in {time.perf_counter() - t0:.2f} s]")
-    for entry in report.memory:
+    results = model_modes(module, machine, modes, args.allreduce, spec, say)
+    elapsed = time.perf_counter() - t0
+    for report, _ in results.values():
+        print(report.summary())
+    print(f"[modelled in {elapsed:.2f} s]")
+    first = next(iter(results.values()))[0]
+    for entry in first.memory:
+        needed = (
+            float(entry["resident_weights_bytes"])
+            + float(entry["resident_state_bytes"])
+            + float(entry["peak_live_bytes"])
+        )
         if not entry["fits"]:
             print(
-                f"tp-run: warning: chip {entry['chip']} needs "
-                f"{(entry['resident_weights_bytes'] + entry['peak_live_bytes']) / 1e9:.2f} GB, "
-                f"more than its {machine.hbm_bytes / 1e9:.0f} GB",
+                f"tp-run: warning: chip {entry['chip']} needs {needed / 1e9:.2f} GB, more "
+                f"than its {machine.hbm_bytes / 1e9:.0f} GB",
                 file=sys.stderr,
             )
     if args.report:
-        write_atomically(args.report, json.dumps(report.to_json(), indent=1) + "\n")
+        if len(results) == 1:
+            data: dict[str, object] = first.to_json()
+        else:
+            data = {
+                "machine": machine.to_json(),
+                "chips": first.chips,
+                "modes": {mode: r.to_json() for mode, (r, _) in results.items()},
+            }
+        write_atomically(args.report, json.dumps(data, indent=1) + "\n")
+    timeline = combine({mode: t for mode, (_, t) in results.items()})
+    title = first.summary() if len(results) == 1 else f"{first.chips} x {machine.name}"
     if args.trace:
         write_chrome_trace(timeline, args.trace)
     if args.timeline:
-        write_timeline_png(timeline, args.timeline, report.summary())
+        write_timeline_png(timeline, args.timeline, title)
 
 
 def _main(argv: Sequence[str] | None) -> int:

@@ -303,6 +303,21 @@ class TensorParallelShim:
                 )
         return self.base.fits(work)
 
+    def fits_epilogue(self, ops: Sequence[Operation]) -> str | None:
+        """Whether an all-reduce (``ops[0]``) may carry the spine work after it on every
+        chip: the rest is spine work (no collective, no fold, nothing on one chip's data)
+        and the base shim builds the whole as one fused op."""
+        reduce, rest = ops[0], list(ops[1:])
+        if not isinstance(reduce, AllReduceOp):
+            return "an epilogue follows an all-reduce"
+        if any(
+            isinstance(op, AllReduceOp | UnshardOp) or op in self.provenance.fold_of for op in rest
+        ):
+            return "an epilogue holds no collective and no host store"
+        if any(self.provenance.home(r) for op in rest for r in op.results):
+            return "an epilogue is spine work: it runs on every chip, on the sum"
+        return self.base.fits(list(ops))
+
     def activation(self, consumer: Operation, operand: int) -> QuantFormat | None:
         return self.base.activation(consumer, operand)
 

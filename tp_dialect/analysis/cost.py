@@ -10,6 +10,7 @@ the ring's alpha-beta), its adds here.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -18,6 +19,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Attribute, Operation
 
+from tp_dialect.analysis.links import exchange_time
 from tp_dialect.analysis.machine import Machine
 from tp_dialect.attrs import SliceAttr
 from tp_dialect.dtypes import numpy_dtype
@@ -66,9 +68,23 @@ def op_cost(op: Operation) -> Cost:
     """The cost of one statement-level op (inside a section, or a whole section)."""
     if isinstance(op, SectionOp):
         total = Cost()
-        for inner in op.body.block.ops:
+        inner_ops = [inner for inner in op.body.block.ops if not isinstance(inner, YieldOp)]
+        for inner in inner_ops:
             total = total + op_cost(inner)
-        return total
+        # A fused section keeps what it computes on chip (the shim checked it fits in SRAM):
+        # its own ops read such a value there, and only a value read after it is written out.
+        # A view computes nothing: reading through it still reads HBM.
+        inside = set(inner_ops)
+        kept = 0.0
+        for inner in inner_ops:
+            if isinstance(inner, _VIEWS):
+                continue
+            for r in inner.results:
+                readers = [u.operation for u in r.uses]
+                local = sum(1 for u in readers if u in inside)
+                written = any(u not in inside for u in readers)
+                kept += nbytes(r.type) * (local + (0 if written else 1))
+        return Cost(total.flops, max(0.0, total.bytes - kept))
     if isinstance(op, _VIEWS):
         return Cost()
     if isinstance(op, linalg.GenericOp):
@@ -119,34 +135,39 @@ ALLREDUCE_ALGORITHMS = ("fold", "ring", "oneshot", "twoshot")
 
 
 def allreduce_link_time(algorithm: str, nbytes_: float, n: int, machine: Machine) -> float:
-    """The link time of one all-reduce of ``nbytes_`` per partial over ``n`` chips, as the
-    algorithm moves data (alpha-beta: latency per step, bytes over one link's bandwidth):
+    """The link time of one all-reduce of ``nbytes_`` per partial over ``n`` chips: its
+    exchanges run on idle links under the rules the dataflow mode runs (`links`: routes,
+    first come first served, cut-through), each exchange after the one before:
 
-    - ``fold`` (the seed's): N-1 partials into chip 0 one after another, the sum back to N-1
-      chips one after another: 2(N-1) transfers of the whole tensor, each over its hops;
-    - ``ring``: 2(N-1) steps of 1/N of the tensor between ring neighbours;
-    - ``oneshot``: every chip sends its partial to every other chip at once (each pair its
-      own link on all-to-all; on a ring, N-1 neighbour steps of the whole tensor);
-    - ``twoshot``: a reduce-scatter then an all-gather of 1/N slices, each one step on
-      all-to-all (N-1 neighbour steps each on a ring).
+    - ``fold`` (the seed's): the N-1 partials into chip 0, then the sum from chip 0 to the
+      N-1 others;
+    - ``oneshot``: every chip's partial to every other chip;
+    - ``twoshot``: every chip's k-th 1/N slice to chip k (reduce-scatter), then chip k's
+      summed slice to every other chip (all-gather);
+    - ``ring`` (not run on links by the dataflow mode: its exchange is inside the
+      collective): 2(N-1) alpha-beta steps of 1/N of the tensor between ring neighbours.
+
+    Phase mode runs the same transfers one phase at a time; this is their time with
+    nothing else in the way.
     """
     if n <= 1:
         return 0.0
-    lat, bw = machine.link_latency, machine.link_bandwidth
-    ring = machine.topology == "ring"
-    if algorithm == "fold":
-        # On a ring, chip c is min(c, N-c) hops from chip 0: floor(N^2/4) hops in all.
-        hops = (n * n) // 4 if ring else n - 1
-        return 2 * (hops * lat + (n - 1) * nbytes_ / bw)
     if algorithm == "ring":
-        return 2 * (n - 1) * (lat + nbytes_ / (n * bw))
+        return 2 * (n - 1) * (machine.link_latency + nbytes_ / (n * machine.link_bandwidth))
+    if algorithm not in ("fold", "oneshot", "twoshot"):
+        raise ValueError(f"no all-reduce algorithm '{algorithm}'")
+    return _exchanges(algorithm, float(nbytes_), n, machine)
+
+
+@functools.lru_cache(maxsize=1024)
+def _exchanges(algorithm: str, nbytes_: float, n: int, machine: Machine) -> float:
+    pairs = [(a, b) for a in range(n) for b in range(n) if a != b]
+    if algorithm == "fold":
+        into = exchange_time([(c, 0, nbytes_) for c in range(1, n)], n, machine)
+        return into + exchange_time([(0, c, nbytes_) for c in range(1, n)], n, machine)
     if algorithm == "oneshot":
-        return (n - 1) * (lat + nbytes_ / bw) if ring else lat + nbytes_ / bw
-    if algorithm == "twoshot":
-        if ring:
-            return 2 * (n - 1) * (lat + nbytes_ / (n * bw))
-        return 2 * (lat + nbytes_ / (n * bw))
-    raise ValueError(f"no all-reduce algorithm '{algorithm}'")
+        return exchange_time([(a, b, nbytes_) for a, b in pairs], n, machine)
+    return 2 * exchange_time([(a, b, nbytes_ / n) for a, b in pairs], n, machine)
 
 
 def allreduce_compute_time(
@@ -174,15 +195,21 @@ def allreduce_time(algorithm: str, result_type: Attribute, n: int, machine: Mach
 
 
 def least_allreduce_link_time(nbytes_: float, n: int, machine: Machine) -> float:
-    """The least link time any all-reduce needs on the machine's topology: one latency plus
-    (N-1)/N of the tensor over one link on all-to-all (each chip must receive the other
-    chips' share of its part); on a ring, the ring's own bound."""
+    """A time no all-reduce of ``nbytes_`` over ``n`` chips can beat on the machine's links.
+
+    Some chip must take in at least 2(N-1)/N of the tensor: every element needs one chip
+    that receives the other N-1 partials of it, and every other chip then receives the sum
+    (the reduce-scatter + all-gather bound), over the links into it (N-1 on all-to-all, 2 on
+    a ring). And the sum on a chip depends on the farthest chip's partial: one latency per
+    hop of the diameter (1 on all-to-all, floor(N/2) on a ring)."""
     if n <= 1:
         return 0.0
-    lat, bw = machine.link_latency, machine.link_bandwidth
-    if machine.topology == "ring":
-        return 2 * (n - 1) * (lat + nbytes_ / (n * bw))
-    return lat + (n - 1) / n * nbytes_ / bw
+    ring = machine.topology == "ring" and n > 2
+    into = 2 if ring else n - 1
+    diameter = n // 2 if ring else 1
+    return diameter * machine.link_latency + 2 * (n - 1) / n * nbytes_ / (
+        into * machine.link_bandwidth
+    )
 
 
 def best_allreduce(

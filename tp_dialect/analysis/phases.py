@@ -1,9 +1,10 @@
 """phases / phase_order: which statements run at once.
 
-Two statements may share a phase when they are on disjoint chips and neither touches what
-the other writes — a tensor by its name (its storage), wherever its copies live, as the seed
-says. Each statement, in source order, goes into the earliest phase after every statement it
-depends on where all its chips are free. The dependencies:
+Invariant: every statement is in a strictly later phase than every statement it depends on,
+and no two statements of a phase share a chip — so two statements of one phase are on
+disjoint chips and neither touches what the other writes, a tensor by its name (its storage),
+wherever its copies live, as the seed says. The dependencies, each on an earlier statement
+in source order:
 
 - a section's write of a storage comes after every earlier read of it (write-after-read, on
   any chip, by sections and transfers, of host values too: a cache passed in as a function
@@ -18,72 +19,350 @@ depends on where all its chips are free. The dependencies:
   copy: it comes after the earlier reads of that (storage, chip) and earlier copies there,
   and later reads of that (storage, chip) come after it.
 
-One pass over the statements with per-storage and per-(storage, chip) bookkeeping:
-near-linear, no all-pairs scan.
+`dependencies` builds that graph in one pass with per-storage and per-(storage, chip)
+bookkeeping — the last writer, the readers since it, the last copy onto a chip and the reads
+of it since — so each statement gets a handful of direct predecessors and the rest follow by
+transitivity: near-linear, no all-pairs scan.
+
+Where that leaves a choice, one of two orders places the statements:
+
+- ``source`` (the seed's): each statement, in source order, goes into the earliest phase
+  after every statement it depends on where all its chips are free;
+- ``critical-path`` (the default), by each statement's time (`statement_time` on a machine)
+  and phases as the multi-RDU model's phase mode runs them — each as long as its longest
+  statement, plus a barrier. A phase-by-phase list schedule takes ready statements by
+  decreasing *bottom level* (own time plus the longest path of times after it), so work with
+  a long way to go is not delayed by work with slack. That alone does not keep the chips in
+  step: a chip with extra statements of its own (chip 0 under the seed's fold all-reduce,
+  which receives the partials and forwards the sum, and loads its next weights after) lags
+  the others, which run their long statements ahead, and then runs its own alone — a phase
+  as long as a matmul with one chip busy. So each schedule is then *paced*: the same list
+  scheduling backwards from its end gives every statement the latest phase it can have
+  without lengthening it (resource-aware slack); forwards again, each phase takes the
+  statements whose latest phase it is, then only ready statements no longer than the
+  longest of those (least slack first, then bottom level) — work with slack waits for the
+  phase its chip's peers run theirs in rather than lengthen a short phase. Of the seed's
+  placement, the bottom-level schedule and the two paced, the one that runs shortest is
+  kept (the seed's unless another is shorter by more than a nanosecond): never longer than
+  the seed's placement on the machine, a paced one in no more phases than the schedule it
+  paces.
+
+Every schedule is a list schedule over the dependency graph — ready statements kept in one
+priority queue per chip set — so the whole stays near-linear.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TypeVar
+import heapq
+import math
+from collections.abc import Sequence
 
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 
-from tp_dialect.analysis.touch import Key, SectionTouch
+from tp_dialect.analysis.cost import allreduce_link_time, nbytes, op_cost
+from tp_dialect.analysis.machine import Machine
+from tp_dialect.analysis.touch import Key, SectionTouch, collective
+from tp_dialect.ops import AllReduceOp, SectionOp, TransferOp
 
-_K = TypeVar("_K")
-
-
-def _latest(table: Mapping[_K, int], keys: Iterable[_K]) -> int:
-    """The latest phase ``table`` records for any of ``keys`` (-1: none)."""
-    return max((table.get(k, -1) for k in keys), default=-1)
-
-
-def _record(table: dict[_K, int], keys: Iterable[_K], phase: int) -> None:
-    for k in keys:
-        if table.get(k, -1) < phase:
-            table[k] = phase
+ORDERS = ("critical-path", "source")
 
 
-def phase_of(touches: Sequence[SectionTouch]) -> list[int]:
-    """The phase of each statement (same order as ``touches``): the earliest after every
-    statement it depends on (see the module docstring) in which all its chips are free."""
-    written: dict[SSAValue, int] = {}  # storage -> last phase a section wrote it
-    read: dict[SSAValue, int] = {}  # storage -> last phase anything read it (any chip)
-    copied: dict[Key, int] = {}  # (storage, chip) -> last phase a transfer copied there
-    read_on: dict[Key, int] = {}  # (storage, chip) -> last phase anything read it there
-    busy: dict[int, set[int]] = {}
-    phases = []
-    for t in touches:
+def dependencies(touches: Sequence[SectionTouch]) -> list[list[int]]:
+    """For each statement, the earlier statements it directly depends on (ascending, no
+    repeats): every dependency of the module docstring is one of these or follows from
+    them by transitivity."""
+    last_write: dict[SSAValue, int] = {}  # storage -> last section that wrote it
+    readers: dict[SSAValue, list[int]] = {}  # storage -> statements reading it since then
+    last_copy: dict[Key, int] = {}  # (storage, chip) -> last transfer that copied there
+    readers_on: dict[Key, list[int]] = {}  # (storage, chip) -> its readers since that copy
+    preds: list[list[int]] = []
+    for i, t in enumerate(touches):
         reads = {s for s, _ in t.reads}
         writes = {s for s, _ in t.writes}
-        after = max(
-            _latest(written, reads),  # RAW
-            _latest(copied, t.reads),  # RAW on a copy: read where it arrived
-            _latest(written, writes),  # WAW
-            _latest(read, writes),  # WAR
-            _latest(copied, t.copies),  # a copy over an earlier copy
-            _latest(read_on, t.copies),  # a copy over one still being read there
-        )
-        p = after + 1
-        while any(p in busy.get(c, ()) for c in t.chips):
-            p += 1
-        for c in t.chips:
-            busy.setdefault(c, set()).add(p)
-        _record(read, reads, p)
-        _record(read_on, t.reads, p)
-        _record(written, writes, p)
-        _record(copied, t.copies, p)
+        before: set[int] = set()
+        for s in reads | writes:  # RAW and WAW: the last writer (earlier ones precede it)
+            if s in last_write:
+                before.add(last_write[s])
+        for k in t.reads | t.copies:  # RAW on a copy, and a copy over an earlier copy
+            if k in last_copy:
+                before.add(last_copy[k])
+        for s in writes:
+            # WAR: the readers since the last write; earlier readers precede that write.
+            before.update(readers.pop(s, ()))
+        for k in t.copies:
+            # A copy over one still being read there: the reads since the last copy.
+            before.update(readers_on.pop(k, ()))
+        before.discard(i)
+        preds.append(sorted(before))
+        for s in reads:
+            readers.setdefault(s, []).append(i)
+        for k in t.reads:
+            readers_on.setdefault(k, []).append(i)
+        for s in writes:
+            last_write[s] = i
+            readers.pop(s, None)  # a read in the writer itself precedes nothing later
+        for k in t.copies:
+            last_copy[k] = i
+    return preds
+
+
+def statement_time(op: Operation, machine: Machine, n_chips: int) -> float:
+    """How long one statement takes on ``machine``, as the multi-RDU model times it: a
+    transfer its link time, a section the roofline of its ops, plus a ``ring`` all-reduce's
+    exchange (the ring moves its data inside the section; the other algorithms move theirs
+    by explicit transfers)."""
+    if isinstance(op, TransferOp):
+        return machine.transfer_time(nbytes(op.input.type), op.src, op.dst, n_chips)
+    if not isinstance(op, SectionOp):
+        return 0.0
+    time = op_cost(op).time(machine)
+    coll = collective(op)
+    if isinstance(coll, AllReduceOp) and coll.algorithm_name == "ring":
+        time += allreduce_link_time("ring", nbytes(coll.result.type), n_chips, machine)
+    return time
+
+
+def statement_times(touches: Sequence[SectionTouch], machine: Machine, n_chips: int) -> list[float]:
+    """`statement_time` of every statement, in order."""
+    return [statement_time(t.op, machine, n_chips) for t in touches]
+
+
+def bottom_levels(preds: Sequence[Sequence[int]], times: Sequence[float]) -> list[float]:
+    """Each statement's time plus the longest path of times from it to the end of the
+    program along the dependencies ``preds`` (which point to earlier statements only)."""
+    level = list(times)
+    tail = [0.0] * len(times)  # longest path after each statement
+    for j in reversed(range(len(times))):
+        level[j] = times[j] + tail[j]
+        for i in preds[j]:
+            if level[j] > tail[i]:
+                tail[i] = level[j]
+    return level
+
+
+def phase_of(
+    touches: Sequence[SectionTouch],
+    times: Sequence[float] | None = None,
+    order: str = "critical-path",
+    barrier: float = 0.0,
+) -> list[int]:
+    """The phase of each statement (same order as ``touches``, phases numbered from 0 with
+    none empty): after every statement it depends on, on chips no other statement of the
+    phase uses. ``order`` picks among the allowed phases (module docstring): the critical
+    path weighs each statement by ``times`` (unit times when omitted) and each phase by its
+    longest statement plus ``barrier``."""
+    if order not in ORDERS:
+        raise ValueError(f"no phase order '{order}' (one of {', '.join(ORDERS)})")
+    chips = [t.chips for t in touches]
+    preds = dependencies(touches)
+    if order == "source":
+        return _source_order(chips, preds)
+    if times is None:
+        times = [1.0] * len(touches)
+    if len(times) != len(touches):
+        raise ValueError(f"{len(times)} times for {len(touches)} statements")
+    return _critical_path(chips, preds, times, barrier)
+
+
+def phase_order(
+    touches: Sequence[SectionTouch],
+    times: Sequence[float] | None = None,
+    order: str = "critical-path",
+    barrier: float = 0.0,
+) -> tuple[list[int], list[bool]]:
+    """The statements' order phase by phase (indices into ``touches``, source order within a
+    phase; phases by `phase_of`), and ``barrier_after[k]``: whether position k closes its
+    phase."""
+    phases = phase_of(touches, times, order, barrier)
+    order_ = sorted(range(len(touches)), key=lambda i: (phases[i], i))
+    barrier_after = [
+        k == len(order_) - 1 or phases[order_[k + 1]] != phases[order_[k]]
+        for k in range(len(order_))
+    ]
+    return order_, barrier_after
+
+
+def span(phases: Sequence[int], times: Sequence[float], barrier: float = 0.0) -> float:
+    """How long ``phases`` take when each phase lasts as long as its longest statement and a
+    barrier closes it (the phase mode of the multi-RDU model)."""
+    longest: dict[int, float] = {}
+    for p, t in zip(phases, times, strict=True):
+        longest[p] = max(longest.get(p, 0.0), t)
+    return sum(longest.values()) + barrier * len(longest)
+
+
+def _source_order(chips: Sequence[frozenset[int]], preds: Sequence[Sequence[int]]) -> list[int]:
+    """The seed's placement: in source order, the earliest phase after the statement's
+    dependencies where all its chips are free. Each chip's taken phases point onwards to a
+    later candidate (path-compressed), so a statement free to start early on a chip that is
+    busy for a long stretch skips the stretch instead of probing it phase by phase."""
+    onward: dict[int, dict[int, int]] = {}  # chip -> taken phase -> a later phase to try
+
+    def free_from(c: int, p: int) -> int:
+        taken = onward.setdefault(c, {})
+        path = []
+        while p in taken:
+            path.append(p)
+            p = taken[p]
+        for q in path:
+            taken[q] = p
+        return p
+
+    phases: list[int] = []
+    for cs, before in zip(chips, preds, strict=True):
+        p = max((phases[i] for i in before), default=-1) + 1
+        while (q := max((free_from(c, p) for c in cs), default=p)) != p:
+            p = q
+        for c in cs:
+            onward.setdefault(c, {})[p] = p + 1
         phases.append(p)
     return phases
 
 
-def phase_order(touches: Sequence[SectionTouch]) -> tuple[list[int], list[bool]]:
-    """The statements' order phase by phase (indices into ``touches``, source order within a
-    phase), and ``barrier_after[k]``: whether position k closes its phase."""
-    phases = phase_of(touches)
-    order = sorted(range(len(touches)), key=lambda i: (phases[i], i))
-    barrier_after = [
-        k == len(order) - 1 or phases[order[k + 1]] != phases[order[k]] for k in range(len(order))
+# Schedules whose modelled times differ by less than this are taken as equally fast (the
+# first of them is kept: the seed's placement before the others). Times are seconds on a
+# machine, or units; a nanosecond is below anything the model resolves, and stops a
+# schedule from replacing the seed's for a saving that is float noise.
+_RESOLUTION = 1e-9
+
+
+def _critical_path(
+    chips: Sequence[frozenset[int]],
+    preds: Sequence[Sequence[int]],
+    times: Sequence[float],
+    barrier: float,
+) -> list[int]:
+    """The shortest by `span` of the `_schedules`, the earliest of them unless a later one
+    is shorter by more than `_RESOLUTION`."""
+    schedules = _schedules(chips, preds, times)
+    best, best_span = schedules[0], span(schedules[0], times, barrier)
+    for phases in schedules[1:]:
+        if (s := span(phases, times, barrier)) < best_span - _RESOLUTION:
+            best, best_span = phases, s
+    return best
+
+
+def _schedules(
+    chips: Sequence[frozenset[int]], preds: Sequence[Sequence[int]], times: Sequence[float]
+) -> list[list[int]]:
+    """The seed's placement, the bottom-level list schedule, and each of those two paced by
+    the latest phases it leaves every statement (module docstring)."""
+    n = len(chips)
+    succs: list[list[int]] = [[] for _ in range(n)]
+    for j, before in enumerate(preds):
+        for i in before:
+            succs[i].append(j)
+    level = bottom_levels(preds, times)
+    bases = [
+        _source_order(chips, preds),
+        _list_schedule(chips, preds, succs, [(-level[i], i) for i in range(n)]),
     ]
-    return order, barrier_after
+    schedules = list(bases)
+    for base in bases:
+        # The latest phase each statement can have in a schedule as long as ``base``: list
+        # scheduling run backwards from the end, the latest phases of ``base`` first (each
+        # backward phase takes all of that phase of ``base``, on disjoint chips, before
+        # anything else, so no statement lands before its phase in ``base``).
+        end = max(base, default=-1)
+        back = _list_schedule(chips, succs, preds, [(-base[i], -i) for i in range(n)])
+        latest = [end - b for b in back]
+        schedules.append(
+            _list_schedule(
+                chips,
+                preds,
+                succs,
+                [(latest[i], -level[i], i) for i in range(n)],
+                (latest, times),
+            )
+        )
+    return schedules
+
+
+_Priority = tuple[float, ...]
+
+
+def _list_schedule(
+    chips: Sequence[frozenset[int]],
+    before: Sequence[Sequence[int]],
+    after: Sequence[Sequence[int]],
+    priority: Sequence[_Priority],
+    paced: tuple[Sequence[int], Sequence[float]] | None = None,
+) -> list[int]:
+    """Phase by phase, the ready statements (all of ``before`` in earlier phases) by
+    ascending ``priority`` while their chips are free. With ``paced = (latest, times)``, a
+    phase first takes every statement whose latest phase it is (they are ready and on
+    disjoint chips, since ``latest`` is itself a schedule), then only ready statements no
+    longer than the longest of those — work with slack waits rather than lengthen a phase —
+    and phases where nothing is placed are dropped.
+
+    Ready statements wait in one queue per chip set (few: single chips, all chips, the pairs
+    transfers use), and a phase looks only at each queue's head: a queue whose head cannot
+    be placed is passed over whole for the phase, so a phase costs its placements plus the
+    number of queues, not the number of waiting statements."""
+    n = len(chips)
+    waiting = [len(b) for b in before]
+    queues: dict[frozenset[int], list[tuple[_Priority, int]]] = {}
+    heads: list[tuple[_Priority, int]] = []  # each queue's head (and some stale entries)
+    all_chips = frozenset(c for cs in chips for c in cs)
+    due: dict[int, list[int]] = {}
+    if paced is not None:
+        for i, p in enumerate(paced[0]):
+            due.setdefault(p, []).append(i)
+
+    def make_ready(j: int) -> None:
+        queue = queues.setdefault(chips[j], [])
+        entry = (priority[j], j)
+        heapq.heappush(queue, entry)
+        if queue[0] == entry:
+            heapq.heappush(heads, entry)
+
+    for j in range(n):
+        if not waiting[j]:
+            make_ready(j)
+    phases = [-1] * n
+    placed = p = out = 0
+    while placed < n:
+        busy: set[int] = set()
+        done: list[int] = []
+        longest = math.inf
+        if paced is not None:
+            longest = 0.0
+            for i in due.get(p, ()):
+                if phases[i] < 0:
+                    assert not waiting[i] and not chips[i] & busy, "latest is no schedule"
+                    phases[i] = out
+                    done.append(i)
+                    busy |= chips[i]
+                    longest = max(longest, paced[1][i])
+        passed: dict[frozenset[int], tuple[_Priority, int]] = {}
+        while heads and not (all_chips and busy >= all_chips):
+            entry = heapq.heappop(heads)
+            i = entry[1]
+            queue = queues[chips[i]]
+            if chips[i] in passed or not queue or queue[0] != entry:
+                continue  # stale, or its queue is passed over for this phase
+            if phases[i] < 0 and (chips[i] & busy or (paced is not None and paced[1][i] > longest)):
+                passed[chips[i]] = entry
+                continue
+            heapq.heappop(queue)
+            if queue:
+                heapq.heappush(heads, queue[0])
+            if phases[i] >= 0:
+                continue  # placed as due: drop its queue entry
+            phases[i] = out
+            done.append(i)
+            busy |= chips[i]
+        for entry in passed.values():
+            heapq.heappush(heads, entry)
+        p += 1
+        if not done:
+            assert paced is not None, "nothing could be placed: the dependencies have a cycle"
+            continue
+        out += 1
+        placed += len(done)
+        for i in done:  # their dependants may run from the next phase on
+            for j in after[i]:
+                waiting[j] -= 1
+                if not waiting[j]:
+                    make_ready(j)
+    return phases

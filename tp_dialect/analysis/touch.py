@@ -132,9 +132,12 @@ def _in_caller(value: SSAValue, calls: list[CallOp]) -> Iterator[SSAValue]:
 
 
 def collective(section: SectionOp) -> AllReduceOp | UnshardOp | None:
-    """The all-reduce or host store a section holds, if it holds exactly that."""
+    """The all-reduce a section starts with (the spine work after it, if any, is its fused
+    epilogue), or the host store it holds alone."""
     ops = [op for op in section.body.block.ops if not isinstance(op, YieldOp)]
-    if len(ops) == 1 and isinstance(ops[0], AllReduceOp | UnshardOp):
+    if ops and isinstance(ops[0], AllReduceOp):
+        return ops[0]
+    if len(ops) == 1 and isinstance(ops[0], UnshardOp):
         return ops[0]
     return None
 
@@ -170,6 +173,11 @@ def reads_where(
                 else:  # every chip adds every partial itself
                     for reader in chips:
                         yield partial, reader
+        partials = set(coll.partials)
+        for value in captured(section):  # a fused epilogue's reads, on every chip
+            if value not in partials and (hosts or not is_host_value(value)):
+                for c in chips:
+                    yield value, c
         return
     if isinstance(coll, UnshardOp):
         for part in coll.parts:

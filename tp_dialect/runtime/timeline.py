@@ -1,7 +1,8 @@
 """A multi-chip step's timeline, and its writers: a Chrome trace (Perfetto) and a Gantt PNG.
 
-The runtime model fills a :class:`Timeline` (lanes ``"host"``, ``"chip 0"``, ...; slices of
-compute, transfers, copies, collectives and barriers; flows for tensors moving between lanes).
+The runtime model fills a :class:`Timeline` (lanes ``"host"``, ``"chip 0"``, ...,
+``"link 0->1"``, ...; slices of compute, transfers, copies, collectives and barriers; flows for
+tensors moving between lanes); :func:`combine` puts several modes' timelines side by side.
 :func:`write_chrome_trace` writes it for Perfetto / ``chrome://tracing``;
 :func:`write_timeline_png` draws it with matplotlib (imported only when a PNG is drawn, on the
 Agg canvas, never through ``pyplot``). Both writers validate first and write atomically: the
@@ -25,9 +26,10 @@ import math
 import numbers
 import os
 import secrets
+import textwrap
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -101,6 +103,25 @@ class Timeline:
         if lane not in self.lanes:
             raise ValueError(f"unknown lane {lane!r}; the timeline's lanes are {self.lanes}")
         return math.fsum(s.duration for s in self.slices if s.lane == lane)
+
+
+def combine(timelines: Mapping[str, Timeline]) -> Timeline:
+    """One timeline holding several side by side on the same time axis: each of
+    ``timelines``' lanes renamed ``"<key>: <lane>"`` (keys in the mapping's order), its slices
+    and flows moved with them. One timeline comes back as it is."""
+    if len(timelines) == 1:
+        return next(iter(timelines.values()))
+    lanes: list[str] = []
+    slices: list[Slice] = []
+    flows: list[Flow] = []
+    for key, t in timelines.items():
+        lanes += [f"{key}: {lane}" for lane in t.lanes]
+        slices += [replace(s, lane=f"{key}: {s.lane}") for s in t.slices]
+        flows += [
+            replace(f, src_lane=f"{key}: {f.src_lane}", dst_lane=f"{key}: {f.dst_lane}")
+            for f in t.flows
+        ]
+    return Timeline(lanes, slices, flows)
 
 
 # --------------------------------------------------------------------------------------------
@@ -400,7 +421,7 @@ def _figure_png(timeline: Timeline, index: dict[str, int], title: str) -> bytes:
     ax.grid(axis="x", linestyle=":", linewidth=0.5, zorder=0)
     ax.set_axisbelow(True)
     if title:
-        ax.set_title(title)
+        ax.set_title(textwrap.fill(title, 120), fontsize="medium")  # long summaries wrap
 
     handles: list[Patch | Line2D] = [Patch(facecolor=colors[k], label=k) for k in kinds]
     if arrows:

@@ -1,0 +1,113 @@
+"""The fused epilogue: an all-reduce carries the spine work that follows it on every chip.
+
+Invariant: an all-reduce section whose sum lands on every chip (``oneshot``, ``ring``,
+``twoshot``) takes into itself the spine sections that immediately follow it and read what it
+computes (a residual add, an RMSNorm), as long as the TP-wrapped shim says the grown section
+fits; what only the fused work reads stays on chip (the sum is not stored and re-read), and
+the fused section yields every value read after it. The numbers are the same: the same ops, in the
+same order, on the same chips. The seed's ``fold`` sums on chip 0 alone: it keeps no epilogue.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+from xdsl.rewriter import InsertPoint
+
+from tp_dialect.analysis.touch import captured, collective, storage, written_in_place
+from tp_dialect.ops import AllReduceOp, SectionOp, YieldOp
+from tp_dialect.shims import TensorParallelShim
+
+_EVERY_CHIP = ("oneshot", "ring", "twoshot")
+
+
+@dataclass
+class FuseEpilogue(RewritePattern):
+    """At an all-reduce section: absorb the following spine sections that read it."""
+
+    shim: TensorParallelShim
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, SectionOp) or not isinstance(op.parent_op(), FuncOp):
+            return
+        reduce = collective(op)
+        if not isinstance(reduce, AllReduceOp) or reduce.algorithm_name not in _EVERY_CHIP:
+            return
+        absorbed: list[SectionOp] = []
+        members = _members(op)
+        produced = set(op.outs)
+        skipped: list[SectionOp] = []  # sections the epilogue moves ahead of
+        nxt = op.next_op
+        # Up to the next all-reduce: the spine work between two is what reads this sum.
+        while isinstance(nxt, SectionOp) and not isinstance(collective(nxt), AllReduceOp):
+            reads = captured(nxt)
+            if not produced & set(reads):
+                skipped.append(nxt)
+                nxt = nxt.next_op
+                continue
+            grown = [*members, *_members(nxt)]
+            if not _movable(nxt, reads, op, skipped) or self.shim.fits_epilogue(grown):
+                break
+            absorbed.append(nxt)
+            members = grown
+            produced |= set(nxt.outs)
+            nxt = nxt.next_op
+        if absorbed:
+            _merge(op, absorbed, rewriter)
+
+
+def _movable(
+    section: SectionOp, reads: list[SSAValue], head: SectionOp, skipped: list[SectionOp]
+) -> bool:
+    """Whether ``section`` may run right after ``head``, ahead of ``skipped``: on the same
+    chips, reading nothing they compute, writing nothing in place, and reading no buffer they
+    update in place (under storage semantics the order of those would change)."""
+    if section.chip_list != head.chip_list or any(written_in_place(section)):
+        return False
+    later = {r for s in skipped for r in s.outs}
+    if later & set(reads):
+        return False
+    updated = {w for s in skipped for w in written_in_place(s)}
+    return not updated & {storage(r) for r in reads}
+
+
+def _members(section: SectionOp) -> list[Operation]:
+    return [o for o in section.body.block.ops if not isinstance(o, YieldOp)]
+
+
+def _merge(head: SectionOp, tail: list[SectionOp], rewriter: PatternRewriter) -> None:
+    """One section on ``head``'s chips holding the ops of ``head`` then ``tail`` in place of
+    them all, yielding what is read after it (the rest stays on chip)."""
+    sections = [head, *tail]
+    pairs = [(v, r) for s in sections for v, r in zip(s.yield_op.values, s.outs, strict=True)]
+    inside = {o for s in sections for o in _members(s)}
+    # Inside the fused section the ops read each other's values, not the old sections' outs.
+    for value, out in pairs:
+        out.replace_uses_with_if(value, lambda use: _within(use.operation, inside))
+    kept = [(v, r) for v, r in pairs if r.uses]
+    ops = [o for s in sections for o in _members(s)]
+    for o in ops:
+        o.detach()
+    yielded = [v for v, _ in kept]
+    fused = SectionOp(
+        head.chip_list,
+        Region(Block([*ops, YieldOp(*yielded)])),
+        [v.type for v in yielded],
+        head.label.data if head.label else None,
+    )
+    rewriter.insert(fused, InsertPoint.before(head))
+    for new, (_, old) in zip(fused.outs, kept, strict=True):
+        new.name_hint = old.name_hint
+        old.replace_all_uses_with(new)
+    for s in reversed(sections):
+        rewriter.erase(s)
+
+
+def _within(op: Operation | None, ops: set[Operation]) -> bool:
+    """Whether ``op`` is one of ``ops`` or nested in one."""
+    while op is not None and op not in ops:
+        op = op.parent_op()
+    return op is not None

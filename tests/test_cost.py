@@ -1,0 +1,45 @@
+"""What a section costs: a fused section keeps its intermediates on chip."""
+
+from __future__ import annotations
+
+import pytest
+from ir_helpers import parse
+
+from tp_dialect.analysis.cost import op_cost
+from tp_dialect.ops import SectionOp
+
+_PROGRAM = """
+builtin.module attributes {{tp.chips = 1 : i64}} {{
+  func.func @f(%x: tensor<4xf32>, %y: tensor<4xf32>) -> ({types}) {{
+    {results} = tp.section "s" on [0] {{
+      %a = arith.addf %x, %x : tensor<4xf32>
+      %b = arith.addf %a, %y : tensor<4xf32>
+      tp.yield {yielded} : {types}
+    }} : {types}
+    func.return {results} : {types}
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("yielded", "hbm_bytes"),
+    [
+        # Unfused: %a reads 32 B and writes 16, %b the same: 96. Fused, %a stays on chip:
+        # read %x twice and %y (48), write %b (16).
+        (["%b"], 64),
+        # %a is read after the section: written once (16 more), still read on chip by %b.
+        (["%a", "%b"], 80),
+    ],
+)
+def test_a_fused_section_keeps_what_only_it_reads_on_chip(
+    yielded: list[str], hbm_bytes: int
+) -> None:
+    types = ", ".join(["tensor<4xf32>"] * len(yielded))
+    results = ", ".join(f"%r{i}" for i in range(len(yielded)))
+    module = parse(_PROGRAM.format(types=types, results=results, yielded=", ".join(yielded)))
+    section = next(op for op in module.walk() if isinstance(op, SectionOp))
+    ops = list(section.body.block.ops)[:-1]
+    assert sum(op_cost(op).bytes for op in ops) == 96
+    assert op_cost(section).bytes == hbm_bytes
+    assert op_cost(section).flops == sum(op_cost(op).flops for op in ops)

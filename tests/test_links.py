@@ -1,0 +1,103 @@
+"""How links carry transfers, and what an all-reduce costs on them: by hand, the bound below
+every algorithm, and the cost `auto` chooses by against the dataflow mode's own run."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from ir_helpers import SETTINGS, apply, parse
+from xdsl.dialects.builtin import TensorType, f32
+
+from tp_dialect.analysis.cost import (
+    allreduce_link_time,
+    allreduce_time,
+    least_allreduce_link_time,
+)
+from tp_dialect.analysis.links import exchange_time
+from tp_dialect.analysis.machine import MACHINES, Machine
+from tp_dialect.runtime.model import model
+
+US = 1e-6
+SN40L = MACHINES["sn40l"]
+
+
+def links(latency: float, bandwidth: float, topology: str) -> Machine:
+    return dataclasses.replace(
+        SN40L, link_latency=latency, link_bandwidth=bandwidth, topology=topology
+    )
+
+
+def test_two_transfers_share_a_ring_link_first_come_first_served() -> None:
+    """Ring of 4, 1 us latency, 1000 bytes at 1 GB/s (a hold of 2 us). 0->1 holds (0, 1) on
+    [0, 2]; 0->2 queues for (0, 1) until 2, holds it on [2, 4], and its head reaches chip 1
+    at 3, so it holds (1, 2) on [3, 5]: the last arrival is at 5 us."""
+    m = links(1 * US, 1e9, "ring")
+    assert exchange_time([(0, 1, 1000), (0, 2, 1000)], 4, m) == pytest.approx(5 * US)
+    assert exchange_time([(0, 2, 1000)], 4, m) == pytest.approx(m.transfer_time(1000, 0, 2, 4))
+    assert exchange_time([], 4, m) == 0.0
+
+
+def test_all_reduce_link_times_on_all_to_all_by_hand() -> None:
+    """All-to-all, 1 us, 1 GB/s, 8000 bytes over 4 chips: every pair has its own link, so each
+    exchange is one hold. fold: into chip 0, then back (2 x 9 us); oneshot: one exchange of the
+    whole tensor (9 us); twoshot: two of a quarter (2 x 3 us); ring: 6 steps of a quarter."""
+    m = links(1 * US, 1e9, "all-to-all")
+    assert allreduce_link_time("fold", 8000, 4, m) == pytest.approx(18 * US)
+    assert allreduce_link_time("oneshot", 8000, 4, m) == pytest.approx(9 * US)
+    assert allreduce_link_time("twoshot", 8000, 4, m) == pytest.approx(6 * US)
+    assert allreduce_link_time("ring", 8000, 4, m) == pytest.approx(18 * US)
+    # the bound: one latency, and 2(N-1)/N of the tensor over the 3 links into a chip
+    assert least_allreduce_link_time(8000, 4, m) == pytest.approx(1 * US + 12000 / 3 * 1e-9)
+    with pytest.raises(ValueError, match="no all-reduce algorithm 'tree'"):
+        allreduce_link_time("tree", 8000, 4, m)
+
+
+MACHINE = st.builds(
+    links,
+    st.sampled_from([0.5 * US, 2 * US, 5 * US, 10 * US]),
+    st.sampled_from([10e9, 25e9, 64e9, 200e9, 1e12]),
+    st.sampled_from(["all-to-all", "ring"]),
+)
+
+
+@settings(max_examples=200, **SETTINGS)
+@given(MACHINE, st.integers(2, 8), st.sampled_from([64, 8192, 1 << 20, 1 << 26]))
+def test_no_algorithm_beats_the_least_link_time(m: Machine, n: int, size: int) -> None:
+    least = least_allreduce_link_time(size, n, m)
+    for algorithm in ("fold", "ring", "oneshot", "twoshot"):
+        assert allreduce_link_time(algorithm, size, n, m) >= least * (1 - 1e-12), algorithm
+
+
+def _sum_program(n: int) -> str:
+    """Each chip squares its input (a partial made on the chip), the partials are summed,
+    and every chip reads the sum (a spine add)."""
+    args = ", ".join(f"%p{c}: tensor<1x4096xf32, #tp.chip<{c}>>" for c in range(n))
+    body = "\n".join(
+        f"    %q{c} = arith.mulf %p{c}, %p{c} : tensor<1x4096xf32, #tp.chip<{c}>>" for c in range(n)
+    )
+    parts = ", ".join(f"%q{c}" for c in range(n))
+    types = ", ".join(f"tensor<1x4096xf32, #tp.chip<{c}>>" for c in range(n))
+    return f"""builtin.module attributes {{tp.chips = {n} : i64}} {{
+  func.func @s({args}) -> tensor<1x4096xf32> {{
+{body}
+    %s = tp.allreduce {parts} : {types} -> tensor<1x4096xf32>
+    %o = arith.addf %s, %s : tensor<1x4096xf32>
+    func.return %o : tensor<1x4096xf32>
+  }}
+}}"""
+
+
+@settings(max_examples=25, **SETTINGS)
+@given(MACHINE, st.integers(2, 6), st.sampled_from(["fold", "oneshot", "twoshot"]))
+def test_the_cost_auto_chooses_by_is_what_dataflow_runs(m: Machine, n: int, alg: str) -> None:
+    """The dataflow step of a lone all-reduce (partials made on chip, the sum read on every
+    chip) is the algorithm's modelled time plus its neighbours' sections (a square and an
+    add of 16 KiB, 0.02 us each on sn40l HBM; twoshot's slice and concat sections too)."""
+    module = parse(_sum_program(n))
+    apply(module, f"tp-relocate{{allreduce={alg}}},tp-transfers,tp-link-points")
+    step = model(module, m, "dataflow")[0].step_time
+    cost = allreduce_time(alg, TensorType(f32, [1, 4096]), n, m)
+    assert cost <= step <= cost + 0.25 * US

@@ -1,0 +1,188 @@
+"""The model's shared core: stages, labels, what a statement costs and where a program runs.
+
+Invariant: every simulation reads a program through these functions alone — a section's time
+is `section_time` (the roofline of its ops from `tp_dialect.analysis.cost`, plus a ``ring``
+all-reduce's alpha-beta link time), a crossing's is the machine's ``transfer_time``, work is
+attributed to a layer by `layer_of` its label — so two modes given the same program differ only
+in how they order and overlap the same pieces of work. Nothing here runs a pass: a program is
+modelled at the stage it is given (`stage_of`), and `require_stage` refuses one a mode cannot
+run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import BlockArgument, Operation, SSAValue
+
+from tp_dialect.analysis.cost import allreduce_link_time, nbytes, op_cost
+from tp_dialect.analysis.machine import Machine
+from tp_dialect.analysis.touch import collective, is_constant, statements
+from tp_dialect.analysis.values import origin
+from tp_dialect.grid import stated_chips
+from tp_dialect.names import value_name
+from tp_dialect.ops import AllReduceOp, SectionOp, TransferOp, UnshardOp
+from tp_dialect.program_ops import ChipProgramOp
+from tp_dialect.runtime.timeline import Slice
+from tp_dialect.signature import entry_function
+
+MODES: tuple[str, ...] = ("sequential", "phase", "relay", "dataflow")
+"""The simulations, in the order a report lists them."""
+
+NEEDS: dict[str, str] = {
+    "sequential": "sectioned",
+    "phase": "sectioned",
+    "relay": "programs",
+    "dataflow": "programs",
+}
+"""The stage each mode runs on: sections and transfers, or per-chip programs."""
+
+_LAYER = re.compile(r"^l(\d+)_")
+
+
+class ModelError(Exception):
+    """The modelled machine cannot run the program as written (named tensor and chip)."""
+
+
+def chips_of(module: ModuleOp) -> int:
+    """The module's chip count N (1 when it states none)."""
+    return stated_chips(module) or 1
+
+
+def stage_of(module: ModuleOp) -> str:
+    """Which lowering stage the entry function is at: ``programs`` (per-chip programs),
+    ``phased`` (sections with a ``tp.phase`` on every statement), ``sectioned`` (sections and
+    transfers) or ``source`` (neither)."""
+    func = entry_function(module)
+    ops = list(func.body.block.ops)
+    if any(isinstance(op, ChipProgramOp) for op in ops):
+        return "programs"
+    stmts = statements(func)
+    if not any(isinstance(op, SectionOp | TransferOp) for op in stmts):
+        return "source"
+    if stmts and all(isinstance(op.attributes.get("tp.phase"), IntegerAttr) for op in stmts):
+        return "phased"
+    return "sectioned"
+
+
+def require_stage(module: ModuleOp, mode: str) -> None:
+    """Returns if ``mode`` can model ``module`` as it stands; raises ModelError naming the
+    stage it needs otherwise (lowering is the caller's: ``tp-run --dry-run`` lowers a copy)."""
+    if mode not in NEEDS:
+        raise ModelError(f"unknown mode '{mode}' ({', '.join(MODES)})")
+    stage = stage_of(module)
+    have = "programs" if stage == "programs" else "source" if stage == "source" else "sectioned"
+    if have != NEEDS[mode]:
+        wanted = {
+            "sectioned": "a sectioned program (tp-relocate, tp-transfers)",
+            "programs": "per-chip programs (tp-relocate, tp-transfers, tp-link-points)",
+        }[NEEDS[mode]]
+        what = {"source": "a source program", "programs": "per-chip programs"}.get(
+            have, "a sectioned program"
+        )
+        raise ModelError(f"{mode} mode needs {wanted}, not {what}: lower it first")
+
+
+def default_mode(module: ModuleOp) -> str:
+    """The mode a program's stage suggests: per-chip programs -> relay, phased sections ->
+    phase, other sections -> sequential (a source program must be lowered first)."""
+    stage = stage_of(module)
+    if stage == "source":
+        raise ModelError("a source program has no modelled step: lower it first")
+    return {"programs": "relay", "phased": "phase"}.get(stage, "sequential")
+
+
+def label_of(op: Operation) -> str:
+    """A statement's name in reports: a section's label, a transfer's tensor."""
+    if isinstance(op, SectionOp):
+        return op.label.data if op.label else ""
+    if isinstance(op, TransferOp):
+        return value_name(op.input)
+    return ""
+
+
+def layer_of(label: str) -> str:
+    """The layer a label belongs to (``l3_...`` -> ``layer 3``); anything else is the
+    prologue (rope tables, positions: work done once a step)."""
+    m = _LAYER.match(label)
+    return f"layer {m.group(1)}" if m else "prologue"
+
+
+def layer_rank(layer: str) -> int:
+    """Where a layer sorts: the prologue first, then layers by number."""
+    return -1 if layer == "prologue" else int(layer.split()[1])
+
+
+def section_time(section: SectionOp, machine: Machine, n: int) -> tuple[float, str]:
+    """How long ``section`` takes on each of its chips, and its kind: ``compute``, or
+    ``collective`` for an all-reduce (its adds, plus a ``ring``'s link time: the ring
+    exchanges inside the collective, so no transfer shows it)."""
+    coll = collective(section)
+    compute = op_cost(section).time(machine)
+    if isinstance(coll, AllReduceOp):
+        link = 0.0
+        if coll.algorithm_name == "ring":
+            link = allreduce_link_time("ring", nbytes(coll.result.type), n, machine)
+        return compute + link, "collective"
+    return compute, "compute"
+
+
+def section_slice(
+    section: SectionOp,
+    chip: int,
+    label: str,
+    start: float,
+    layer: str | None,
+    n: int,
+    machine: Machine,
+) -> Slice:
+    """``section`` running on ``chip`` from ``start``, as a timeline slice (its time and kind
+    from `section_time`, its FLOPs and bytes as arguments)."""
+    duration, kind = section_time(section, machine, n)
+    cost = op_cost(section)
+    args = {"flops": cost.flops, "bytes": cost.bytes}
+    return Slice(f"chip {chip}", label, start, duration, kind, layer, args)
+
+
+def is_host_store(section: SectionOp) -> bool:
+    """A ``tp.unshard`` section: the host storing chips' parts, no chip's work."""
+    return isinstance(collective(section), UnshardOp)
+
+
+def host_argument(value: SSAValue, func: FuncOp) -> BlockArgument | None:
+    """The entry function's argument ``value`` stands for (through sections and chip
+    programs), if it is one."""
+    root = origin(value)
+    if isinstance(root, BlockArgument) and root.owner is func.body.block:
+        return root
+    return None
+
+
+def is_host(value: SSAValue, func: FuncOp) -> bool:
+    """Host data every chip holds its own copy of: a function argument (seen through chip
+    programs) or a constant. It crosses nothing and is never a live tensor of the model."""
+    if host_argument(value, func) is not None:
+        return True
+    return not isinstance(value, BlockArgument) and is_constant(value.owner)  # type: ignore[arg-type]
+
+
+def placed_sections(func: FuncOp) -> Iterator[tuple[SectionOp, tuple[int, ...]]]:
+    """Every section of ``func`` with the chips that run it: a top-level section on its
+    chips (an all-reduce the seed folds on chip 0 only; a host store on none), a section of
+    chip c's program on chip c."""
+    for op in func.body.block.ops:
+        if isinstance(op, SectionOp):
+            coll = collective(op)
+            if isinstance(coll, UnshardOp):
+                yield op, ()
+            elif isinstance(coll, AllReduceOp) and coll.algorithm_name == "fold":
+                yield op, (0,)
+            else:
+                yield op, op.chip_list
+        elif isinstance(op, ChipProgramOp):
+            for inner in op.body.block.ops:
+                if isinstance(inner, SectionOp):
+                    yield inner, (op.chip_index,)

@@ -1,0 +1,273 @@
+"""Dataflow mode: per-chip programs on direct chip-to-chip links, no barriers, no host.
+
+Invariant: the resources are each chip's compute and each directed link ``(a, b)``. A chip
+runs its sections in program order, each as soon as the chip is free and every tensor the
+section reads has arrived (`section_time` each). A ``tp.link`` send of a name on chip a and a
+receive of the same name on chip b is one transfer, requested when chip a has stored the
+tensor and carried by the links' rules (`tp_dialect.analysis.links`, the rules an
+all-reduce's cost is taken by): over its route (on ``all-to-all`` every ordered pair has its
+own link, and a chip may send on several at once; on ``ring`` the shorter way round), each
+link held ``latency + bytes / bandwidth``, first come first served (ties in the order the
+simulation met them), the next hop requested one latency after the hop started
+(cut-through); uncontended, ``hops x latency + bytes / bandwidth``, the machine's
+``transfer_time``. The ``tp.relay`` op, if any, is ignored: no host is in the path.
+
+Alongside the timeline, the simulation keeps what each piece of work waited for last (its chip,
+an arrival, a busy link) and walks that chain back from the end of the step: the critical path,
+whose parts add up to the step time.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from dataclasses import dataclass, field
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import SSAValue
+
+from tp_dialect.analysis.cost import nbytes
+from tp_dialect.analysis.links import Link, Links, route
+from tp_dialect.analysis.machine import Machine
+from tp_dialect.analysis.programs import index_programs
+from tp_dialect.analysis.touch import captured
+from tp_dialect.names import value_name
+from tp_dialect.ops import SectionOp
+from tp_dialect.program_ops import LinkOp
+from tp_dialect.runtime.model.core import (
+    ModelError,
+    chips_of,
+    label_of,
+    section_slice,
+)
+from tp_dialect.runtime.model.memory import MemEvent, program_streams
+from tp_dialect.runtime.model.report import ModelReport
+from tp_dialect.runtime.timeline import Flow, Slice, Timeline
+from tp_dialect.signature import entry_function
+
+
+@dataclass(eq=False)
+class _Node:
+    """A piece of scheduled work (a section on a chip, or one hop of a transfer) and the
+    work whose end it waited for last (None: it started the step)."""
+
+    what: str  # "compute" | "collective" | "link"
+    label: str
+    start: float
+    end: float
+    pred: _Node | None
+    queued: bool = False  # waited for a link another transfer held
+
+
+@dataclass(eq=False)
+class _Transfer:
+    """One name sent from chip ``src`` to chip ``dst``, over ``route``."""
+
+    name: str
+    src: int
+    dst: int
+    bytes: int
+    received: SSAValue  # the receiving link's result
+    route: list[Link]
+    ready: float
+    after: _Node | None  # what stored the sent tensor
+    hops: list[_Node] = field(default_factory=list[_Node])
+
+
+def simulate_dataflow(
+    module: ModuleOp, machine: Machine
+) -> tuple[ModelReport, Timeline, list[list[MemEvent]]]:
+    """The dataflow-mode step of per-chip programs (module docstring): its report's time,
+    bytes and critical path, the timeline (a lane per chip, then one per link used) and each
+    chip's memory events in program order. Raises ModelError naming the chip and tensor when
+    the programs wait for each other forever."""
+    func = entry_function(module)
+    n = chips_of(module)
+    programs = index_programs(func).programs  # refuses programs that do not fit together
+    if not programs:
+        raise ModelError("dataflow mode needs per-chip programs: run tp-link-points first")
+    report = ModelReport(machine, "dataflow", n)
+    slices: list[Slice] = []
+    flows: list[Flow] = []
+    receivers: dict[str, list[tuple[int, SSAValue]]] = {}
+    items: dict[int, list[SectionOp | LinkOp]] = {}
+    needs: dict[SectionOp, list[SSAValue]] = {}
+    for c, program in programs.items():
+        items[c] = []
+        for op in program.body.block.ops:
+            if isinstance(op, LinkOp):
+                items[c].append(op)
+                for name, result in zip(op.receives, op.received, strict=True):
+                    receivers.setdefault(name, []).append((c, result))
+            elif isinstance(op, SectionOp):
+                items[c].append(op)
+                needs[op] = [v for v in captured(op) if isinstance(v.owner, LinkOp)]
+    ready: dict[SSAValue, float] = {}  # when a value is stored on its chip
+    made_by: dict[SSAValue, _Node] = {}
+    pc = dict.fromkeys(programs, 0)
+    free = dict.fromkeys(programs, 0.0)
+    last: dict[int, _Node | None] = dict.fromkeys(programs)
+    links = Links(machine)
+    link_last: dict[Link, _Node] = {}
+    heap: list[tuple[float, int, int, _Transfer]] = []
+    seq = 0
+    ends: list[_Node] = []
+
+    def ready_of(value: SSAValue) -> float | None:
+        if value in ready:
+            return ready[value]
+        return None if isinstance(value.owner, LinkOp) else 0.0  # host data, constants
+
+    def push(time: float, hop: int, transfer: _Transfer) -> None:
+        nonlocal seq
+        heapq.heappush(heap, (time, seq, hop, transfer))
+        seq += 1
+
+    def advance(c: int) -> None:
+        """Run chip c's program as far as what has arrived allows."""
+        while pc[c] < len(items[c]):
+            op = items[c][pc[c]]
+            if isinstance(op, SectionOp):
+                start, pred = free[c], last[c]
+                for value in needs[op]:
+                    t = ready_of(value)
+                    if t is None:
+                        return  # waits for an arrival
+                    if t > start:
+                        start, pred = t, made_by.get(value)
+                label = label_of(op)
+                piece = section_slice(op, c, label, start, report.layer(label).layer, n, machine)
+                node = _Node(piece.kind, label, start, start + piece.duration, pred)
+                slices.append(piece)
+                for result in op.outs:
+                    ready[result] = node.end
+                    made_by[result] = node
+                free[c], last[c] = node.end, node
+                ends.append(node)
+            else:
+                times = [ready_of(v) for v in op.sent]
+                if any(t is None for t in times):
+                    return  # forwards a tensor that has not arrived yet
+                for name, value, t in zip(op.sends, op.sent, times, strict=True):
+                    assert t is not None
+                    for dst, result in receivers.get(name, []):
+                        transfer = _Transfer(
+                            name,
+                            c,
+                            dst,
+                            nbytes(value.type),
+                            result,
+                            route(c, dst, n, machine.topology),
+                            t,
+                            made_by.get(value),
+                        )
+                        push(t, 0, transfer)
+            pc[c] += 1
+
+    for c in programs:
+        advance(c)
+    while heap:
+        t, _, hop, transfer = heapq.heappop(heap)
+        if hop < 0:  # arrival
+            ready[transfer.received] = t
+            made_by[transfer.received] = transfer.hops[-1]
+            advance(transfer.dst)
+            continue
+        link = transfer.route[hop]
+        start, end = links.grant(link, t, transfer.bytes)
+        queued = start > t
+        pred = link_last[link] if queued else transfer.hops[-1] if hop else transfer.after
+        node = _Node("link", transfer.name, start, end, pred, queued)
+        transfer.hops.append(node)
+        link_last[link] = node
+        slices.append(
+            Slice(
+                f"link {link[0]}->{link[1]}",
+                f"{transfer.name} {transfer.src}->{transfer.dst}",
+                start,
+                end - start,
+                "transfer",
+                report.layer(transfer.name).layer,
+                {"bytes": transfer.bytes},
+            )
+        )
+        if hop + 1 < len(transfer.route):
+            push(start + machine.link_latency, hop + 1, transfer)  # the head reaches the next chip
+        else:
+            report.moved(transfer.name, transfer.bytes)
+            flows.append(
+                Flow(
+                    transfer.name,
+                    f"chip {transfer.src}",
+                    transfer.hops[0].start,
+                    f"chip {transfer.dst}",
+                    node.end,
+                )
+            )
+            ends.append(node)
+            push(node.end, -1, transfer)
+    stuck = {c: items[c][pc[c]] for c in programs if pc[c] < len(items[c])}
+    if stuck:
+        raise ModelError(
+            "dataflow deadlock: "
+            + "; ".join(
+                f"chip {c} waits at '{label_of(op) or op.name}' for "
+                + ", ".join(f"%{value_name(v)}" for v in _waiting(op, ready))
+                for c, op in sorted(stuck.items())
+            )
+        )
+    lanes = [f"chip {c}" for c in range(n)]
+    lanes += [f"link {a}->{b}" for a, b in sorted(links.free)]
+    report.step_time = max((node.end for node in ends), default=0.0)
+    report.critical_path = _critical_path(ends, report.step_time)
+    return report, Timeline(lanes, slices, flows), program_streams(func, n)
+
+
+def _waiting(op: SectionOp | LinkOp, ready: dict[SSAValue, float]) -> list[SSAValue]:
+    values = op.sent if isinstance(op, LinkOp) else captured(op)
+    return [v for v in values if isinstance(v.owner, LinkOp) and v not in ready]
+
+
+_LAYER_TAG = re.compile(r"^l\d+_")
+_CHIP_TAG = re.compile(r"(^|_)c\d+(?=_|$|\.)")
+
+
+def role(label: str) -> str:
+    """What a label does, without its layer and chip: ``l3_c2_q`` -> ``q``."""
+    return _CHIP_TAG.sub("", _LAYER_TAG.sub("", label)).strip("_") or label
+
+
+def _critical_path(ends: list[_Node], step: float) -> dict[str, object]:
+    """The chain of waits ending at the step's last work, each link's share of the step
+    (the time from its start to the start of what waited for it), by kind and by role."""
+    if not ends:
+        return {}
+    node: _Node | None = max(ends, key=lambda e: e.end)
+    shares = {"compute": 0.0, "collective": 0.0, "link": 0.0}
+    by_role: dict[str, float] = {}
+    sections = transfers = queued = 0
+    after = node.end if node else 0.0
+    while node is not None:
+        share = after - node.start
+        shares[node.what] += share
+        key = ("transfer " if node.what == "link" else "") + role(node.label)
+        by_role[key] = by_role.get(key, 0.0) + share
+        if node.what == "link":
+            transfers += 1
+            queued += node.queued
+        else:
+            sections += 1
+        after = node.start
+        node = node.pred
+    top = sorted(by_role.items(), key=lambda kv: -kv[1])[:8]
+    return {
+        "compute_s": shares["compute"],
+        "collective_s": shares["collective"],
+        "link_s": shares["link"],
+        "wait_s": after,  # before the first work on the path (0 when it starts the step)
+        "sections": sections,
+        "transfer_hops": transfers,
+        "queued_hops": queued,
+        "top": [{"role": r, "seconds": s} for r, s in top],
+        "step_s": step,
+    }

@@ -1,0 +1,130 @@
+"""Relay mode: per-chip programs under the host's relay, as an event simulation.
+
+Invariant: the relay's steps (the ``tp.relay`` op, or the schedule tp-relay would build) are
+played in order. ``run_to`` runs a chip's segment — its sections from the halt it stands at to
+the next — once the chip is free and every tensor its halt receives has arrived; each section
+takes `section_time`. ``copy`` is made by the host, one copy at a time, once the sender has
+reached the halt that sends it: the host's per-copy overhead plus ``latency + bytes /
+bandwidth``. This is the seed's model, kept as it was for comparison (`dataflow` drops the
+host from the path).
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import ModuleOp
+
+from tp_dialect.analysis.cost import nbytes
+from tp_dialect.analysis.machine import Machine
+from tp_dialect.analysis.relay import Copy
+from tp_dialect.ops import SectionOp
+from tp_dialect.program_ops import ChipProgramOp, LinkOp
+from tp_dialect.runtime.model.core import (
+    ModelError,
+    chips_of,
+    label_of,
+    section_slice,
+)
+from tp_dialect.runtime.model.memory import MemEvent, program_streams
+from tp_dialect.runtime.model.report import ModelReport
+from tp_dialect.runtime.relay_exec import relay_steps
+from tp_dialect.runtime.timeline import Flow, Slice, Timeline
+from tp_dialect.signature import entry_function
+
+
+def _segments(
+    program: ChipProgramOp,
+) -> tuple[dict[int, list[SectionOp]], dict[int, LinkOp]]:
+    """A program's sections by the halt they run up to, and its links by halt."""
+    halt, segments, links = 0, {}, {}
+    current: list[SectionOp] = []
+    for op in program.body.block.ops:
+        if isinstance(op, LinkOp):
+            if op.halt != 0:
+                segments[op.halt] = current
+                current = []
+            links[op.halt] = op
+            halt = op.halt
+        elif isinstance(op, SectionOp):
+            current.append(op)
+    segments[halt + 1] = current  # to the end (tp.finish)
+    return segments, links
+
+
+def simulate_relay(
+    module: ModuleOp, machine: Machine
+) -> tuple[ModelReport, Timeline, list[list[MemEvent]]]:
+    """The relay-mode step of per-chip programs: its report's time and bytes, the timeline
+    (a lane for the host, one per chip), and each chip's memory events in program order."""
+    func = entry_function(module)
+    n = chips_of(module)
+    programs = {op.chip_index: op for op in func.body.block.ops if isinstance(op, ChipProgramOp)}
+    if not programs:
+        raise ModelError("relay mode needs per-chip programs: run tp-link-points first")
+    report = ModelReport(machine, "relay", n)
+    timeline = Timeline(["host", *[f"chip {c}" for c in range(n)]], [], [])
+    segments: dict[int, dict[int, list[SectionOp]]] = {}
+    link_at: dict[int, dict[int, LinkOp]] = {}
+    for c, program in programs.items():
+        segments[c], link_at[c] = _segments(program)
+    free = dict.fromkeys(programs, 0.0)
+    standing = dict.fromkeys(programs, 0)
+    sent_at: dict[str, float] = {}
+    sent_bytes: dict[str, int] = {}
+    arrived: dict[tuple[str, int], float] = {}
+    host_free = 0.0
+    for step in relay_steps(func):
+        if isinstance(step, Copy):
+            if step.tensor not in sent_at:
+                raise ModelError(
+                    f"the relay copies '{step.tensor}' to chip {step.dst} before chip "
+                    f"{step.src} sent it"
+                )
+            moved = sent_bytes[step.tensor]
+            start = max(host_free, sent_at[step.tensor])
+            duration = machine.host_copy_overhead + machine.transfer_time(
+                moved, step.src, step.dst, n
+            )
+            host_free = start + duration
+            arrived[(step.tensor, step.dst)] = host_free
+            report.moved(step.tensor, moved)
+            layer = report.layer(step.tensor).layer
+            timeline.slices.append(
+                Slice(
+                    "host", f"copy {step.tensor}", start, duration, "copy", layer, {"bytes": moved}
+                )
+            )
+            timeline.flows.append(
+                Flow(
+                    step.tensor,
+                    f"chip {step.src}",
+                    sent_at[step.tensor],
+                    f"chip {step.dst}",
+                    host_free,
+                )
+            )
+            continue
+        c = step.chip
+        leaving = link_at[c].get(standing[c])
+        t = free[c]
+        if leaving is not None:
+            for name in leaving.receives:
+                if (name, c) not in arrived:
+                    raise ModelError(
+                        f"chip {c} leaves halt {leaving.halt} without '{name}': the relay "
+                        f"never copied it to chip {c}"
+                    )
+                t = max(t, arrived[(name, c)])
+        for section in segments[c][step.halt]:
+            label = label_of(section)
+            piece = section_slice(section, c, label, t, report.layer(label).layer, n, machine)
+            timeline.slices.append(piece)
+            t += piece.duration
+        free[c] = t
+        standing[c] = step.halt
+        arriving = link_at[c].get(step.halt)
+        if arriving is not None:
+            for name, value in zip(arriving.sends, arriving.sent, strict=True):
+                sent_at[name] = t
+                sent_bytes[name] = nbytes(value.type)
+    report.step_time = max(max(free.values()), host_free)
+    return report, timeline, program_streams(func, n)
