@@ -20,7 +20,8 @@ DEMO := build/demo
 # The main job: generate a tensor-parallel Qwen3 decode step, verify it, lower it through the
 # whole pipeline (sections, transfers, phases, per-chip programs, the host's relay), certify and
 # run every stage (the phased one with in-place caches: storage semantics) and check it against
-# the unsharded layer, printing per-layer figures; then one real-dims qwen3-8b layer.
+# the unsharded layer, printing per-layer figures; then one real-dims qwen3-8b layer, checked
+# and modelled on 4 sn40l chips in every mode side by side (auto all-reduces).
 demo: $(STAMP)
 	@mkdir -p $(DEMO)
 	$(BIN)/tp-opt examples/megatron_mlp.mlir --tp-verify -o $(DEMO)/megatron_mlp.mlir
@@ -35,7 +36,7 @@ demo: $(STAMP)
 	$(BIN)/tp-run $(DEMO)/tiny.relay.mlir --dry-run --machine sn40l --report $(DEMO)/tiny.report.json --trace $(DEMO)/tiny.trace.json --timeline $(DEMO)/tiny.timeline.png
 	$(BIN)/tp-gen qwen3 --preset qwen3-8b --layers 1 --chips 4 | $(BIN)/tp-opt --tp-verify -o $(DEMO)/qwen3-8b.mlir
 	$(BIN)/tp-run $(DEMO)/qwen3-8b.mlir --random-weights 0 --random-inputs 1 --position 100 --check
-	$(BIN)/tp-run $(DEMO)/qwen3-8b.mlir --dry-run --machine sn40l --mode phase --report $(DEMO)/qwen3-8b.report.json --trace $(DEMO)/qwen3-8b.trace.json --timeline $(DEMO)/qwen3-8b.timeline.png
+	$(BIN)/tp-run $(DEMO)/qwen3-8b.mlir --dry-run --machine sn40l --mode all --allreduce auto --report $(DEMO)/qwen3-8b.report.json --trace $(DEMO)/qwen3-8b.trace.json --timeline $(DEMO)/qwen3-8b.timeline.png
 
 lint: $(STAMP)
 	$(BIN)/ruff check tp_dialect passes tools tests benchmarks
