@@ -1,1 +1,2 @@
-"""tp's command-line tools: tp-opt (and, as they land, tp-gen and tp-run)."""
+"""tp's command-line tools: tp-opt (the passes), tp-gen (generated programs) and tp-run (the
+reference interpreter and the multi-RDU model)."""

@@ -115,7 +115,7 @@ class TpOptMain(xDSLOptMain):
         try:
             self.pipeline = PassPipeline.parse_spec(self.available_passes, spec, between)
         except (ValueError, ArgSpecParseError, TypeError) as err:
-            known = ", ".join(sorted(TP_PASSES)) or "(none yet)"
+            known = ", ".join(sorted(TP_PASSES))
             raise UserError(f"bad pass pipeline '{spec}': {err} (tp passes: {known})") from None
 
     def _read_input(self) -> tuple[str, str]:

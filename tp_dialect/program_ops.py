@@ -220,6 +220,15 @@ class RelayOp(IRDLOperation):
     def __init__(self, steps: Sequence[IRDLOperation]):
         super().__init__(regions=[Region(Block(steps))])
 
+    def verify_(self) -> None:
+        # The relay is the host's schedule and nothing else: a chip's work belongs in its
+        # program, so anything but a step here would run nowhere.
+        for op in self.body.block.ops:
+            if not isinstance(op, RunToOp | CopyOp):
+                raise VerifyException(
+                    f"'tp.relay' holds only 'tp.run_to' and 'tp.copy' steps, not '{op.name}'"
+                )
+
 
 @irdl_op_definition
 class RunToOp(IRDLOperation):

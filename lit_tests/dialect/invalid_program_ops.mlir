@@ -1,5 +1,5 @@
-// Every verifier message of the per-chip program ops: tp.chip_program, tp.link, tp.run_to
-// and tp.copy.
+// Every verifier message of the per-chip program ops: tp.chip_program, tp.finish, tp.link,
+// tp.relay, tp.run_to and tp.copy.
 // RUN: tp-opt %s --split-input-file --verify-diagnostics | filecheck %s
 
 builtin.module attributes {tp.chips = 2 : i64} {
@@ -243,4 +243,32 @@ builtin.module attributes {tp.chips = 2 : i64} {
     }
     func.return
   }
+}
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @f(%x: tensor<4xf32>) {
+// CHECK-LABEL: error: 'tp.relay' holds only 'tp.run_to' and 'tp.copy' steps, not 'arith.addf'
+// CHECK-NEXT: tp.relay {
+    tp.relay {
+      %y = arith.addf %x, %x : tensor<4xf32>
+    }
+    func.return
+  }
+}
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+// CHECK-LABEL: error: 'tp.relay' expects parent op 'func.func'
+// CHECK-NEXT: tp.relay {
+  tp.relay {
+    tp.run_to round 0 chip 0 halt 1
+  }
+}
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+// CHECK-LABEL: error: 'tp.finish' expects parent op 'tp.chip_program'
+// CHECK-NEXT: tp.finish
+  tp.finish
 }

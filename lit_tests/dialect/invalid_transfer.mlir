@@ -43,7 +43,7 @@ builtin.module attributes {tp.chips = 2 : i64} {
 // -----
 builtin.module attributes {tp.chips = 2 : i64} {
   func.func @f(%a: tensor<4xf32, #tp.chip<0>>, %b: tensor<4xf32, #tp.chip<1>>) {
-// CHECK-LABEL: error: 'tp.allreduce' algorithm "tree" is not one of fold, ring
+// CHECK-LABEL: error: 'tp.allreduce' algorithm "tree" is not one of fold, ring, oneshot, twoshot
 // CHECK-NEXT: %s = tp.allreduce %a, %b algorithm "tree"
     %s = tp.allreduce %a, %b algorithm "tree" : tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<1>> -> tensor<4xf32>
     func.return
