@@ -3,6 +3,8 @@
 The lowering pipeline (DESIGN §3): tp-verify, tp-raise-allreduce, tp-fuse, tp-relocate,
 tp-transfers, tp-phase, tp-link-points, tp-relay; and tp-legalize (chip legality). Classes
 are imported on demand, as xDSL's own registry does, so listing passes stays cheap.
+Beside them: `options` (typed options), `rewrites` (rewriter steps the patterns share) and
+`universe` (xDSL's ``xdsl.universe`` entry point: the dialect and these passes).
 """
 
 from collections.abc import Callable

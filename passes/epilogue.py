@@ -86,22 +86,24 @@ def _merge(head: SectionOp, tail: list[SectionOp], rewriter: PatternRewriter) ->
     inside = {o for s in sections for o in _members(s)}
     # Inside the fused section the ops read each other's values, not the old sections' outs.
     for value, out in pairs:
-        out.replace_uses_with_if(value, lambda use: _within(use.operation, inside))
+        rewriter.replace_uses_with_if(out, value, lambda use: _within(use.operation, inside))
     kept = [(v, r) for v, r in pairs if r.uses]
-    ops = [o for s in sections for o in _members(s)]
-    for o in ops:
-        o.detach()
     yielded = [v for v, _ in kept]
+    terminator = YieldOp(*yielded)
     fused = SectionOp(
         head.chip_list,
-        Region(Block([*ops, YieldOp(*yielded)])),
+        Region(Block([terminator])),
         [v.type for v in yielded],
         head.label.data if head.label else None,
     )
     rewriter.insert(fused, InsertPoint.before(head))
+    # Each section's body, less its yield, moves into the fused one, in order.
+    for s in sections:
+        rewriter.erase(s.yield_op)
+        rewriter.inline_block(s.body.block, InsertPoint.before(terminator))
     for new, (_, old) in zip(fused.outs, kept, strict=True):
         new.name_hint = old.name_hint
-        old.replace_all_uses_with(new)
+        rewriter.replace_all_uses_with(old, new)
     for s in reversed(sections):
         rewriter.erase(s)
 

@@ -18,16 +18,19 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Block, Operation, Region
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
+from xdsl.rewriter import InsertPoint
 
 from tp_dialect.analysis.provenance import Provenance
 from tp_dialect.analysis.touch import is_statement
 from tp_dialect.certificate import kept
-from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.names import value_name
 from tp_dialect.ops import SectionOp, TransferOp, YieldOp
-from tp_dialect.shims import Shim, TensorParallelShim, shim_named
+from tp_dialect.passes.options import ShimName, base_shim
+from tp_dialect.passes.rewrites import move_op
+from tp_dialect.shims import Shim, TensorParallelShim
 from tp_dialect.signature import entry_function
 
 
@@ -45,7 +48,7 @@ def fusion_groups(func: FuncOp, shim: Shim) -> tuple[list[list[Operation]], list
     groups: list[list[Operation]] = []
     refusals: list[Refusal] = []
     current: list[Operation] = []
-    produced: set = set()
+    produced: set[SSAValue] = set()
     for op in func.body.block.ops:
         if not is_statement(op) or isinstance(op, SectionOp | TransferOp):
             continue
@@ -64,29 +67,36 @@ def fusion_groups(func: FuncOp, shim: Shim) -> tuple[list[list[Operation]], list
     return groups, refusals
 
 
-def _fuse(group: list[Operation], prov: Provenance) -> SectionOp:
-    """Move ``group`` into one section placed at its last statement."""
-    inside = set(group)
-    outputs = [
-        r for op in group for r in op.results if any(u.operation not in inside for u in r.uses)
-    ]
-    chips = sorted({c for op in group for c in prov.statement_chips(op)})
-    last = group[-1]
-    label = value_name(outputs[-1]) if outputs else value_name(last.results[0])
-    terminator = YieldOp(*outputs)
-    section = SectionOp(chips, Region(Block([terminator])), [r.type for r in outputs], label)
-    block = last.parent_block()
-    assert block is not None
-    block.insert_op_after(section, last)
-    for new, old in zip(section.outs, outputs, strict=True):
-        new.name_hint = old.name_hint
-        old.replace_uses_with_if(
-            new, lambda use: use.operation not in inside and use.operation is not terminator
-        )
-    for op in group:
-        op.detach()
-        section.body.block.insert_op_before(op, terminator)
-    return section
+@dataclass
+class FuseGroup(RewritePattern):
+    """At the last statement of a group: move the group into one section placed there."""
+
+    groups: dict[Operation, list[Operation]]
+    """Each group by its last statement."""
+    prov: Provenance
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        group = self.groups.pop(op, None)
+        if group is None:
+            return
+        inside = set(group)
+        outputs = [
+            r for o in group for r in o.results if any(u.operation not in inside for u in r.uses)
+        ]
+        chips = sorted({c for o in group for c in self.prov.statement_chips(o)})
+        label = value_name(outputs[-1]) if outputs else value_name(op.results[0])
+        terminator = YieldOp(*outputs)
+        section = SectionOp(chips, Region(Block([terminator])), [r.type for r in outputs], label)
+        rewriter.insert(section, InsertPoint.after(op))
+        for new, old in zip(section.outs, outputs, strict=True):
+            new.name_hint = old.name_hint
+            rewriter.replace_uses_with_if(
+                old,
+                new,
+                lambda use: use.operation not in inside and use.operation is not terminator,
+            )
+        for o in group:
+            move_op(rewriter, o, InsertPoint.before(terminator))
 
 
 @dataclass(frozen=True)
@@ -95,14 +105,11 @@ class TpFuse(ModulePass):
 
     name = "tp-fuse"
 
-    shim: str = "reference"
+    shim: ShimName = "reference"
     report: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        try:
-            base = shim_named(self.shim)
-        except KeyError as err:
-            raise TpDiagnostic(None, f"tp-fuse: {err.args[0]}") from None
+        base = base_shim("tp-fuse", self.shim)
         prov = Provenance(op)
         shim = TensorParallelShim(base, prov)
         func = entry_function(op)
@@ -115,6 +122,6 @@ class TpFuse(ModulePass):
                     f"[{shim.name()}]",
                     file=sys.stderr,
                 )
+        pattern = FuseGroup({g[-1]: g for g in groups}, prov)
         with kept(op):  # each op stays on its chip: the section is on the same one
-            for group in groups:
-                _fuse(group, prov)
+            PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(op)

@@ -17,7 +17,8 @@ from xdsl.passes import ModulePass
 from tp_dialect.analysis.provenance import Provenance
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.ops import SectionOp, YieldOp
-from tp_dialect.shims import Support, TensorParallelShim, classify, shim_named
+from tp_dialect.passes.options import ShimName, base_shim
+from tp_dialect.shims import Support, TensorParallelShim, classify
 
 
 @dataclass(frozen=True)
@@ -26,13 +27,10 @@ class TpLegalize(ModulePass):
 
     name = "tp-legalize"
 
-    shim: str = "reference"
+    shim: ShimName = "reference"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        try:
-            base = shim_named(self.shim)
-        except KeyError as err:
-            raise TpDiagnostic(None, f"tp-legalize: {err.args[0]}") from None
+        base = base_shim("tp-legalize", self.shim)
         shim = TensorParallelShim(base, Provenance(op))
         for inner in op.walk():
             if not isinstance(inner.parent_op(), FuncOp | SectionOp):

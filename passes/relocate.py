@@ -18,11 +18,16 @@ from dataclasses import dataclass
 from typing import Literal
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block, Operation, Region
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
 from xdsl.rewriter import InsertPoint
 
 from tp_dialect.analysis.cost import best_allreduce, nbytes, split_axis
@@ -36,8 +41,10 @@ from tp_dialect.grid import stated_chips
 from tp_dialect.names import value_name
 from tp_dialect.ops import AllReduceOp, SectionOp, TransferOp, YieldOp
 from tp_dialect.passes.epilogue import FuseEpilogue
+from tp_dialect.passes.options import ShimName, base_shim
 from tp_dialect.passes.raise_allreduce import TpRaiseAllreduce
-from tp_dialect.shims import TensorParallelShim, shim_named
+from tp_dialect.passes.rewrites import move_op, set_algorithm
+from tp_dialect.shims import TensorParallelShim
 
 
 @dataclass
@@ -62,10 +69,28 @@ class RelocateStatement(RewritePattern):
         rewriter.insert(section, InsertPoint.before(op))
         for new, old in zip(section.outs, op.results, strict=True):
             new.name_hint, old.name_hint = old.name_hint, None
-            old.replace_uses_with_if(new, lambda use: use.operation is not terminator)
-        op.detach()
-        section.body.block.insert_op_before(op, terminator)
-        rewriter.has_done_action = True
+            rewriter.replace_uses_with_if(old, new, lambda use: use.operation is not terminator)
+        move_op(rewriter, op, InsertPoint.before(terminator))
+
+
+@dataclass
+class ChooseAlgorithm(RewritePattern):
+    """Give each statement-level all-reduce its algorithm: ``allreduce``, or (``auto``) the
+    one with the least modelled time on ``machine``."""
+
+    allreduce: str
+    n_chips: int
+    machine: Machine | None
+    report: bool
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: AllReduceOp, rewriter: PatternRewriter) -> None:
+        if not isinstance(op.parent_op(), FuncOp):
+            return
+        algorithm = self.allreduce
+        if self.machine is not None:
+            algorithm = _choose(op, self.n_chips, self.machine, self.report)
+        set_algorithm(rewriter, op, algorithm)
 
 
 @dataclass(frozen=True)
@@ -82,7 +107,7 @@ class TpRelocate(ModulePass):
     machine: str = "sn40l"
     report: bool = False
     epilogue: bool = False
-    shim: str = "reference"
+    shim: ShimName = "reference"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         choices = (*AllReduceOp.ALGORITHMS, "auto")
@@ -104,20 +129,13 @@ class TpRelocate(ModulePass):
         for fold in find_folds(op):
             if isinstance(fold.ops[0].parent_op(), FuncOp):
                 raise fold.refusal(n)  # not an all-reduce: two-way adds would hide that
-        for reduce in (o for o in op.walk() if isinstance(o, AllReduceOp)):
-            if isinstance(reduce.parent_op(), FuncOp):
-                algorithm = self.allreduce
-                if machine is not None:
-                    algorithm = _choose(reduce, n, machine, self.report)
-                reduce.algorithm = StringAttr(algorithm)
+        choose = ChooseAlgorithm(self.allreduce, n, machine, self.report)
+        PatternRewriteWalker(choose, apply_recursively=False).rewrite_module(op)
         prov = Provenance(op)
         walker = PatternRewriteWalker(RelocateStatement(prov), apply_recursively=False)
         walker.rewrite_module(op)
         if self.epilogue:
-            try:
-                shim = TensorParallelShim(shim_named(self.shim), prov)
-            except KeyError as err:
-                raise TpDiagnostic(None, f"tp-relocate: {err.args[0]}") from None
+            shim = TensorParallelShim(base_shim("tp-relocate", self.shim), prov)
             fuse = PatternRewriteWalker(FuseEpilogue(shim), apply_recursively=False)
             fuse.rewrite_module(op)
         drop(op)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import tensor
-from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, StringAttr, TensorType, i64
+from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, TensorType, i64
 from xdsl.dialects.func import FuncOp
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Block, Operation, Region, SSAValue
@@ -34,22 +34,23 @@ from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, Rewrite
 from xdsl.rewriter import InsertPoint
 
 from tp_dialect.analysis.cost import split_axis
-from tp_dialect.analysis.touch import collective
+from tp_dialect.analysis.touch import collective, statements
 from tp_dialect.analysis.transfers import ChipTransfer, transfers
 from tp_dialect.attrs import chip_of, on_chip
 from tp_dialect.certificate import kept
 from tp_dialect.grid import stated_chips
 from tp_dialect.names import value_name
 from tp_dialect.ops import AllReduceOp, SectionOp, TransferOp, YieldOp
+from tp_dialect.passes.rewrites import move_op, set_algorithm
 from tp_dialect.reject import TpReject
 from tp_dialect.signature import entry_function
 
 
 def twoshot_statements(section: SectionOp, reduce: AllReduceOp) -> list[Operation]:
-    """The statements replacing ``section`` (which holds the two-shot ``reduce`` alone), in
-    order, the last one yielding the sum; raises NOT_LINKABLE when the tensor has no axis of
-    N elements to cut. Empty tensors the folds write into come first (constants: every chip
-    holds its own)."""
+    """The statements replacing ``section`` (which holds the two-shot ``reduce``), in order,
+    built but not inserted, the last one yielding the sum and all ``section`` yields; raises
+    NOT_LINKABLE when the tensor has no axis of N elements to cut. Empty tensors the folds
+    write into come first (constants: every chip holds its own)."""
     result_t = reduce.result.type
     assert isinstance(result_t, TensorType)
     n = len(reduce.partials)
@@ -93,22 +94,18 @@ def twoshot_statements(section: SectionOp, reduce: AllReduceOp) -> list[Operatio
         fold.outs[0].name_hint = f"{label}_rs{s}"
         out.append(fold)
         reduced.append(fold.outs[0])
+    # The all-gather's section yields the sum in place of the all-reduce, and everything else
+    # ``section`` yielded: the all-reduce's fused epilogue, which `ExpandTwoshot` moves in.
     gather = tensor.ConcatOp(reduced, axis, result_t)
-    # The all-gather's section carries the all-reduce's fused epilogue, if it has one: the
-    # section's other ops, now reading the gathered sum, and everything it yielded.
-    epilogue = [o for o in section.body.block.ops if o is not reduce and not isinstance(o, YieldOp)]
-    reduce.result.replace_uses_with_if(
-        gather.result, lambda use: use.operation is not section.yield_op
-    )
     yielded = [gather.result if v is reduce.result else v for v in section.yield_op.values]
-    for o in epilogue:
-        o.detach()
-    body = Block([gather, *epilogue, YieldOp(*yielded)])
+    body = Block([gather, YieldOp(*yielded)])
     out.append(SectionOp(section.chip_list, Region(body), [v.type for v in yielded], label))
     return out
 
 
-def _extract(source: SSAValue, offsets: Sequence[int], sizes: Sequence[int], chip: int):
+def _extract(
+    source: SSAValue, offsets: Sequence[int], sizes: Sequence[int], chip: int
+) -> tensor.ExtractSliceOp:
     t = source.type
     assert isinstance(t, TensorType)
     return tensor.ExtractSliceOp.build(
@@ -138,12 +135,23 @@ class ExpandTwoshot(RewritePattern):
         if not isinstance(reduce, AllReduceOp) or reduce.algorithm_name != "twoshot":
             return
         if len(reduce.partials) == 1:
-            reduce.algorithm = StringAttr("fold")  # one chip: the partial is the sum
-            rewriter.has_done_action = True
+            set_algorithm(rewriter, reduce, "fold")  # one chip: the partial is the sum
             return
         statements = twoshot_statements(op, reduce)
         rewriter.insert(statements, InsertPoint.before(op))
-        outs = statements[-1].results
+        gathered = statements[-1]
+        assert isinstance(gathered, SectionOp)
+        # The fused epilogue, if any (the section's other ops), moves after the gather and
+        # reads the gathered sum.
+        gather = gathered.body.block.first_op
+        assert gather is not None
+        epilogue = [o for o in op.body.block.ops if o is not reduce and not isinstance(o, YieldOp)]
+        rewriter.replace_uses_with_if(
+            reduce.result, gather.results[0], lambda use: use.operation is not op.yield_op
+        )
+        for o in epilogue:
+            move_op(rewriter, o, InsertPoint.before(gathered.yield_op))
+        outs = gathered.results
         for new, old in zip(outs, op.outs, strict=True):
             new.name_hint = old.name_hint
         rewriter.replace(op, [], list(outs))
@@ -165,15 +173,23 @@ class InsertTransfers(RewritePattern):
 
 @dataclass(frozen=True)
 class TpTransfers(ModulePass):
-    """Insert a tp.transfer for each (tensor, reader chip) that crosses, before its read."""
+    """Insert a tp.transfer for each (tensor, reader chip) that crosses, before its read; a
+    statement outside a section is refused (``not-sectioned``)."""
 
     name = "tp-transfers"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        func = entry_function(op)
+        for stmt in statements(func):
+            if not isinstance(stmt, SectionOp | TransferOp):
+                raise TpReject.NOT_SECTIONED.at(
+                    stmt,
+                    f"'{stmt.name}' is not in a tp.section: run tp-relocate before placing "
+                    "transfers",
+                )
         # Copies, and a two-shot sum spelled as its valid folds: the obligation still holds.
         with kept(op):
             PatternRewriteWalker(ExpandTwoshot(), apply_recursively=False).rewrite_module(op)
-            func = entry_function(op)
             plan: dict[Operation, list[ChipTransfer]] = {}
             for t in transfers(func, stated_chips(op) or 1):
                 plan.setdefault(t.reader, []).append(t)

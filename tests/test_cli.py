@@ -47,6 +47,14 @@ def test_malformed_input_is_a_located_error_with_exit_1(name: str, where: str) -
         (["--tp-no-such-pass"], "unrecognized arguments: --tp-no-such-pass"),
         (["-p", "no-such-pass"], "Unrecognized passes: ['no-such-pass']"),
         (["-p", "canonicalize{bogus=1}"], "bad pass pipeline 'canonicalize{bogus=1}'"),
+        *(
+            (
+                [f"--{name}=shim=tpu"],
+                f"bad pass pipeline '{name}{{shim=tpu}}': Incompatible types: given ('tpu',), "
+                "expected typing.Literal['reference', 'sn40l', 'sn40l-int8']",
+            )
+            for name in ("tp-fuse", "tp-legalize", "tp-relocate")
+        ),
     ],
 )
 def test_bad_invocations_are_one_line_errors(args: list[str], message: str, tmp_path: Path) -> None:
@@ -86,3 +94,29 @@ def test_pass_flags_run_in_the_order_given(tmp_path: Path) -> None:
     timed = [line.split()[1] for line in proc.stdout.splitlines() if line.startswith("Pass ")]
     assert timed == ["cse", "canonicalize"]
     assert "arith.constant 2 : i64" in proc.stdout
+
+
+def test_shim_option_names_every_shim_and_python_built_passes_check_it() -> None:
+    from typing import get_args
+
+    from xdsl.dialects.builtin import ModuleOp
+
+    from tp_dialect.diagnostics import TpDiagnostic
+    from tp_dialect.passes.fuse import TpFuse
+    from tp_dialect.passes.legalize import TpLegalize
+    from tp_dialect.passes.options import ShimName
+    from tp_dialect.passes.relocate import TpRelocate
+    from tp_dialect.shims import SHIMS
+    from tp_dialect.universe import tp_context
+
+    assert get_args(ShimName) == tuple(SHIMS)
+    bad = "tpu"  # the pipeline parser checks the Literal; Python does not
+    for built in (
+        TpFuse(shim=bad),  # type: ignore[arg-type]
+        TpLegalize(shim=bad),  # type: ignore[arg-type]
+        TpRelocate(epilogue=True, shim=bad),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(TpDiagnostic) as err:
+            built.apply(tp_context(), ModuleOp([]))
+        assert str(err.value).startswith(f"{built.name}: no shim 'tpu'"), err.value
+        assert "[" not in str(err.value)  # a bad option is no reject reason

@@ -36,7 +36,7 @@ def test_regular_install_maps_passes_and_tools_under_tp_dialect(tmp_path: Path) 
     dist = next(target.glob("tp_dialect-*.dist-info"))
     entry_points = (dist / "entry_points.txt").read_text()
     assert "[xdsl.universe]" in entry_points
-    assert "tp = tp_dialect.universe:TP_UNIVERSE" in entry_points
+    assert "tp = tp_dialect.passes.universe:TP_UNIVERSE" in entry_points
     probe = subprocess.run(
         [
             sys.executable,

@@ -10,13 +10,17 @@ operand in, or ``None``.
 `TensorParallelShim` is the seed's wrapper: a fused op runs on one chip, so it refuses a fusion
 whose members bind tensors of more than one chip (or a chip's tensor and the spine's), and a
 fusion holding a collective's fold (which would lower an all-reduce as a sum on the spine);
-every other question goes to the base shim.
+every other question goes to the base shim. Where work lives it asks a `Placement` (the
+analysis layer's `Provenance` is one): this module is IR level and imports no analysis.
+
+A generic is a matmul when it is a contraction and a reduction when it reduces otherwise, as
+`tp_dialect.linalg_kinds` defines them (a sum of squares is a contraction), unless its ``doc``
+tag names a norm, a softmax or a RoPE.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
@@ -25,10 +29,9 @@ from xdsl.dialects import arith, tensor
 from xdsl.dialects.builtin import StringAttr, TensorType
 from xdsl.dialects.func import ReturnOp
 from xdsl.dialects.linalg import ops as linalg
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 
-from tp_dialect.analysis.provenance import Provenance
-from tp_dialect.dtypes import numpy_dtype
+from tp_dialect.linalg_kinds import is_contraction, nbytes, reduced_size, reduces
 from tp_dialect.ops import AllReduceOp, SectionOp, ShardOp, UnshardOp, YieldOp
 
 
@@ -78,12 +81,9 @@ def classify(op: Operation) -> OpClass:
         tagged = {"rms_norm": OpClass.NORM, "softmax": OpClass.SOFTMAX, "rope": OpClass.ROPE}
         if doc in tagged:
             return tagged[doc]
-        reduces = any(str(it.data) == "reduction" for it in op.iterator_types.data)
-        if not reduces:
+        if not reduces(op):
             return OpClass.ELEMENTWISE
-        body = list(op.body.block.ops)
-        matmul = len(op.inputs) == 2 and any(isinstance(o, arith.MulfOp) for o in body)
-        return OpClass.MATMUL if matmul else OpClass.REDUCTION
+        return OpClass.MATMUL if is_contraction(op) else OpClass.REDUCTION
     if isinstance(op, AllReduceOp):
         return OpClass.COLLECTIVE
     if isinstance(op, ShardOp):
@@ -145,14 +145,6 @@ class Shim(Protocol):
     def fits(self, work: Work) -> str | None: ...
 
     def activation(self, consumer: Operation, operand: int) -> QuantFormat | None: ...
-
-
-def _bytes(op: Operation) -> int:
-    return sum(
-        math.prod(r.type.get_shape()) * numpy_dtype(r.type.element_type).itemsize
-        for r in op.results
-        if isinstance(r.type, TensorType)
-    )
 
 
 class ReferenceShim:
@@ -232,7 +224,7 @@ class Sn40lShim:
         ops = members(work)
         # Intermediates of a fusion stay on chip: those used only inside must fit in SRAM.
         staged = sum(
-            _bytes(op)
+            sum(nbytes(r.type) for r in op.results)
             for op in ops
             if op.results and all(u.operation in ops for r in op.results for u in r.uses)
         )
@@ -250,7 +242,7 @@ class Sn40lShim:
             ):
                 return f"'{op.name}' computes in f64, which the chip has no datapath for"
             if classify(op) is OpClass.MATMUL and isinstance(op, linalg.GenericOp):
-                k = _contracted(op)
+                k = reduced_size(op)
                 if k % 8:
                     return (
                         f"'{op.name}' contracts over {k} elements; the chip's tiles need a "
@@ -264,14 +256,28 @@ class Sn40lShim:
         return None
 
 
+class Placement(Protocol):
+    """Where a tensor-parallel program's work lives, as `TensorParallelShim` asks it
+    (`tp_dialect.analysis.provenance.Provenance` answers it)."""
+
+    @property
+    def fold_of(self) -> Container[Operation]:
+        """The ops that are part of a collective's fold of adds."""
+        ...
+
+    def home(self, value: SSAValue) -> frozenset[int]:
+        """The chips ``value`` lives on (empty: the spine, on every chip)."""
+        ...
+
+
 class TensorParallelShim:
     """What a chip allows of a tensor-parallel program: what ``base`` allows, less a fused op
     over more than one chip (or a chip's data with the spine), less a fusion holding a
     collective, a fold of adds or a host store. Which chip a member's work is on is where its
-    results live (`Provenance.home`): scalars and indices by the chips they derive from, so
+    results live (`Placement.home`): scalars and indices by the chips they derive from, so
     a spine scalar is never fused with one chip's in-place cache write."""
 
-    def __init__(self, base: Shim, provenance: Provenance) -> None:
+    def __init__(self, base: Shim, provenance: Placement) -> None:
         self.base = base
         self.provenance = provenance
 
@@ -320,19 +326,6 @@ class TensorParallelShim:
 
     def activation(self, consumer: Operation, operand: int) -> QuantFormat | None:
         return self.base.activation(consumer, operand)
-
-
-def _contracted(op: linalg.GenericOp) -> int:
-    """The number of elements a contraction sums over (product of its reduced dims)."""
-    maps = [m.data for m in op.indexing_maps.data]
-    reduced = [i for i, it in enumerate(op.iterator_types.data) if str(it.data) == "reduction"]
-    sizes: dict[int, int] = {}
-    for value, m in zip(op.operands, maps, strict=True):
-        if isinstance(value.type, TensorType):
-            for axis, expr in enumerate(m.results):
-                if (position := getattr(expr, "position", None)) is not None:
-                    sizes[position] = value.type.get_shape()[axis]
-    return math.prod(sizes.get(i, 1) for i in reduced)
 
 
 SHIMS: dict[str, Shim] = {

@@ -1,11 +1,13 @@
-"""tp's entry in xDSL's ``xdsl.universe``: plain ``xdsl-opt`` loads the dialect and passes."""
+"""The tp dialect in an xDSL `Context`: IR only, no passes.
+
+xDSL's ``xdsl.universe`` entry point, which also lists the passes, is
+`tp_dialect.passes.universe.TP_UNIVERSE`: imports point down, from passes to the IR.
+"""
 
 from xdsl.context import Context
 from xdsl.dialects import get_all_dialects
-from xdsl.universe import Universe
 
 from tp_dialect.dialect import TP
-from tp_dialect.passes import TP_PASSES
 
 
 def register_tp(ctx: Context) -> None:
@@ -21,6 +23,3 @@ def tp_context() -> Context:
         ctx.register_dialect(name, factory)
     register_tp(ctx)
     return ctx
-
-
-TP_UNIVERSE = Universe(all_dialects={"tp": lambda: TP}, all_passes=dict(TP_PASSES))

@@ -15,7 +15,7 @@
 // CHECK-NEXT: } : tensor<4xf32, #tp.chip<0>>
 // CHECK:      %b1 = tp.section "b1" on [1] {
 // CHECK-NEXT:   %c1 = linalg.add
-// BADSHIM: error: tp-fuse: no shim 'tpu' (known: reference, sn40l, sn40l-int8)
+// BADSHIM: error: bad pass pipeline 'tp-fuse{shim=tpu}': Incompatible types: given ('tpu',), expected typing.Literal['reference', 'sn40l', 'sn40l-int8']
 builtin.module attributes {tp.chips = 2 : i64} {
   func.func @chains(%x0: tensor<4xf32, #tp.chip<0>>, %x1: tensor<4xf32, #tp.chip<1>>) -> (tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<1>>) {
     %e1 = tensor.empty() : tensor<4xf32, #tp.chip<1>>

@@ -31,7 +31,7 @@
 // TWOSHOT-NEXT:      %r_1 = arith.addf %h, %s
 // TWOSHOT-NEXT:      %y_1 = arith.mulf %r_1, %r_1
 // TWOSHOT-NEXT:      tp.yield %r_1, %y_1
-// BADSHIM: error: tp-relocate: no shim 'nosuch' (known: reference, sn40l, sn40l-int8)
+// BADSHIM: error: bad pass pipeline 'tp-relocate{allreduce=oneshot epilogue=true shim=nosuch}': Incompatible types: given ('nosuch',), expected typing.Literal['reference', 'sn40l', 'sn40l-int8']
 builtin.module attributes {tp.chips = 2 : i64} {
   func.func @residual(%p0: tensor<1x64xf32, #tp.chip<0>>, %p1: tensor<1x64xf32, #tp.chip<1>>, %h: tensor<1x64xf32>, %g: tensor<1x64xf32>) -> (tensor<1x64xf32>, tensor<1x64xf32>) {
     %s = tp.allreduce %p0, %p1 : tensor<1x64xf32, #tp.chip<0>>, tensor<1x64xf32, #tp.chip<1>> -> tensor<1x64xf32>

@@ -22,7 +22,7 @@
 // A ring all-reduce leaves the sum on every chip: nothing crosses outside the collective.
 // RING-LABEL: func.func @allreduce
 // RING-NOT:   tp.transfer
-// UNSECTIONED: error: 'linalg.add' is not in a tp.section: run tp-relocate before placing transfers
+// UNSECTIONED: error: 'linalg.add' is not in a tp.section: run tp-relocate before placing transfers [not-sectioned]
 builtin.module attributes {tp.chips = 3 : i64} {
   func.func @allreduce(%x: tensor<4xf32>) -> tensor<4xf32> {
     %e0 = tensor.empty() : tensor<4xf32, #tp.chip<0>>

@@ -6,14 +6,13 @@ them; a transfer by the value it moves); anything else is the prologue.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 
 from tp_dialect.analysis.touch import statements
-from tp_dialect.dtypes import numpy_dtype
+from tp_dialect.linalg_kinds import nbytes
 from tp_dialect.names import value_name
 from tp_dialect.ops import SectionOp, TransferOp
 from tp_dialect.program_ops import ChipProgramOp, CopyOp, LinkOp, RelayOp
@@ -33,11 +32,6 @@ class LayerStats:
     phases: set[int] = field(default_factory=set[int])
     link_points: int = 0  # tp.link ops, over every chip's program
     rounds: set[int] = field(default_factory=set[int])  # relay rounds copying its tensors
-
-
-def tensor_bytes(t: object) -> int:
-    assert isinstance(t, TensorType)
-    return math.prod(t.get_shape()) * numpy_dtype(t.element_type).itemsize
 
 
 def pipeline_stats(module: ModuleOp) -> list[LayerStats]:
@@ -65,7 +59,7 @@ def pipeline_stats(module: ModuleOp) -> list[LayerStats]:
                     for name, value in zip(inner.receives, inner.received, strict=True):
                         r = row(name)
                         r.transfers += 1
-                        r.bytes_moved += tensor_bytes(value.type)
+                        r.bytes_moved += nbytes(value.type)
         elif isinstance(op, RelayOp):
             for step in op.body.block.ops:
                 if isinstance(step, CopyOp):
@@ -77,7 +71,7 @@ def pipeline_stats(module: ModuleOp) -> list[LayerStats]:
         elif isinstance(op, TransferOp):
             r = row(value_name(op.input))
             r.transfers += 1
-            r.bytes_moved += tensor_bytes(op.input.type)
+            r.bytes_moved += nbytes(op.input.type)
         else:
             continue
         phase = op.attributes.get("tp.phase")

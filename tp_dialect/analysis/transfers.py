@@ -15,6 +15,7 @@ from xdsl.ir import Operation, SSAValue
 from tp_dialect.analysis.touch import is_host_value, reads_where, statements, write_chips
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.ops import SectionOp, TransferOp
+from tp_dialect.reject import TpReject
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ def transfers(func: FuncOp, n_chips: int) -> list[ChipTransfer]:
             holders.setdefault(op.input, set()).add(op.dst)
             continue
         if not isinstance(op, SectionOp):
-            raise TpDiagnostic(
+            raise TpReject.NOT_SECTIONED.at(
                 op, f"'{op.name}' is not in a tp.section: run tp-relocate before placing transfers"
             )
         for value, chip in reads_where(op, n_chips):

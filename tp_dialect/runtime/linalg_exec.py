@@ -1,18 +1,28 @@
-"""``linalg.generic`` run vectorised: einsum for contractions, ufuncs over the iteration space.
+"""``linalg.generic`` run vectorised: one batched ``np.matmul`` for a contraction, the body's
+numpy kernels over the iteration domain for the rest.
 
 Each operand is viewed on the iteration domain through its indexing map (a transpose and
 reshape, no copy), so the body's scalar ops run once on whole arrays. Three body shapes
 cover what the programs use, and anything else is refused by name rather than run slowly:
 
-- contraction: ``yield acc + a*b`` (a, b block args, optionally through ``arith.extf``) ->
-  one ``np.einsum`` (BLAS for matrix products);
+- contraction (`tp_dialect.linalg_kinds.contraction`: ``yield acc + a*b``, a sum of squares
+  included) -> transpose, reshape, one ``np.matmul`` (BLAS) and back (``np.einsum`` only
+  when the factors make no batched matmul, e.g. a letter summed over one factor alone). The
+  factors are multiplied in the multiply's own type, widened to at least f32 (numpy has no
+  fast bf16/f16 product): f32 and f64 stay what they are, bf16 is read as f32 exactly as
+  its ``arith.extf`` says;
 - reduction: ``yield acc ⊕ f(args)`` with ⊕ in {addf, maximumf, minimumf, mulf} -> f on the
-  whole domain, then one ``ufunc.reduce`` over the reduction dims;
-- map (all dims parallel): the body on the domain, transposed into the output's layout.
+  whole domain, then one ``ufunc.reduce`` over the reduction loops;
+- map (all loops parallel): the body on the domain, transposed into the output's layout.
+
+A generic's plan is worked out once and cached for as long as the op lives (`_PLANS`, keyed
+weakly by the op; a plan refers to IR only through weak references, so it never keeps its
+module alive and a dropped module's plans go with it).
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,11 +32,12 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import TensorType
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.interpreter import Interpreter
-from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.utils.exceptions import InterpretationError
 
 from tp_dialect.dtypes import numpy_dtype
+from tp_dialect.linalg_kinds import contraction, reduction_axes
 from tp_dialect.runtime.scalar_ops import Kernel, kernel_for
 
 _REDUCERS: dict[type[Operation], np.ufunc] = {
@@ -47,22 +58,35 @@ class _Plan:
     dims: list[list[int]]  # per operand, the loop dim of each of its axes
     out_dtypes: list[np.dtype]
     subscripts: str = ""
-    factors: tuple[int, int] = (0, 0)  # block-arg indices of a contraction's factors
-    combine: Operation | None = None
+    factors: tuple[int, int] = (0, 0)  # input indices of a contraction's factors
+    product_dtype: np.dtype | None = None  # what a contraction multiplies in
     ufunc: np.ufunc | None = None
     reduce_axes: tuple[int, ...] = ()
     matmul: _MatmulPlan | None = None  # a contraction as one batched matmul, or None
     body: _Body | None = None  # the body compiled to numpy kernels (maps and reductions)
 
 
+# Where a body op's operand lives: a slot of the body's frame, or (held weakly) a value
+# defined outside the generic, read from the interpreter.
+_Ref = int | weakref.ref[SSAValue]
+
+
 @dataclass(frozen=True)
 class _Step:
-    """One body op: its kernel (None: ask the interpreter) and where its operands live."""
+    """One body op: how it is computed and where its operands live."""
 
-    op: Operation
-    kernel: Kernel | None
-    operands: tuple[int | SSAValue, ...]  # an int is a slot of the body's frame
+    kernel: Kernel | None  # None: a linalg.index (``index_dim``) or ask the interpreter
+    index_dim: int | None  # the loop dim of a ``linalg.index``
+    op: weakref.ref[Operation]  # the op, for the interpreter
+    operands: tuple[_Ref, ...]
     slot: int
+
+
+def _deref(ref: weakref.ref[Any]) -> Any:
+    target = ref()
+    if target is None:
+        raise InterpretationError("linalg.generic: IR its plan refers to no longer exists")
+    return target
 
 
 @dataclass(frozen=True)
@@ -70,23 +94,24 @@ class _Body:
     """A generic's body as straight-line numpy calls over a frame of slots."""
 
     steps: tuple[_Step, ...]
-    results: tuple[int | SSAValue, ...]
+    results: tuple[_Ref, ...]
     frame: int
 
     def run(self, interpreter: Interpreter, args: Sequence[Any], sizes: list[int]) -> list[Any]:
+        """The body's yielded values (or a reduction's combined value) on whole arrays."""
         frame: list[Any] = [*args, *([None] * (self.frame - len(args)))]
 
-        def get(ref: int | SSAValue) -> Any:
-            return frame[ref] if isinstance(ref, int) else interpreter.get_values([ref])[0]
+        def get(ref: _Ref) -> Any:
+            return frame[ref] if isinstance(ref, int) else interpreter.get_values([_deref(ref)])[0]
 
         for step in self.steps:
             values = [get(r) for r in step.operands]
-            if isinstance(step.op, linalg.IndexOp):
-                frame[step.slot] = _loop_index(sizes, step.op.dim.value.data)
+            if step.index_dim is not None:
+                frame[step.slot] = _loop_index(sizes, step.index_dim)
             elif step.kernel is not None:
                 frame[step.slot] = step.kernel(*values)
             else:
-                frame[step.slot] = interpreter.run_op(step.op, tuple(values))[0]
+                frame[step.slot] = interpreter.run_op(_deref(step.op), tuple(values))[0]
         return [get(r) for r in self.results]
 
 
@@ -96,8 +121,9 @@ def _compile_body(op: linalg.GenericOp, stop: Operation | None) -> _Body:
     block = op.body.block
     slots: dict[SSAValue, int] = {arg: i for i, arg in enumerate(block.args)}
 
-    def ref(value: SSAValue) -> int | SSAValue:
-        return slots.get(value, value)
+    def ref(value: SSAValue) -> _Ref:
+        slot = slots.get(value)
+        return weakref.ref(value) if slot is None else slot
 
     steps = []
     for body_op in block.ops:
@@ -110,9 +136,10 @@ def _compile_body(op: linalg.GenericOp, stop: Operation | None) -> _Body:
         if len(body_op.results) != 1:
             raise InterpretationError(f"{body_op.name} in a linalg.generic body")
         slot = len(slots)
-        steps.append(
-            _Step(body_op, kernel_for(body_op), tuple(ref(v) for v in body_op.operands), slot)
-        )
+        index_dim = body_op.dim.value.data if isinstance(body_op, linalg.IndexOp) else None
+        kernel = None if index_dim is not None else kernel_for(body_op)
+        operands = tuple(ref(v) for v in body_op.operands)
+        steps.append(_Step(kernel, index_dim, weakref.ref(body_op), operands, slot))
         slots[body_op.results[0]] = slot
     raise InterpretationError("linalg.generic body has no linalg.yield")
 
@@ -169,7 +196,10 @@ def _contract(plan: _Plan, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return product.reshape(mm.shape_out).transpose(mm.perm_out)
 
 
-_PLANS: dict[int, tuple[Operation, _Plan]] = {}
+# Each live generic's plan. Keyed weakly by the op (ops hash and compare by identity): an
+# entry goes when its op does, so a dropped module's plans are freed and a new op never meets
+# an old op's plan. A plan holds IR only weakly, or its entry would keep its own key alive.
+_PLANS: weakref.WeakKeyDictionary[linalg.GenericOp, _Plan] = weakref.WeakKeyDictionary()
 
 
 def _dims_of(m: AffineMap, op: Operation) -> list[int]:
@@ -183,21 +213,11 @@ def _dims_of(m: AffineMap, op: Operation) -> list[int]:
     return dims
 
 
-def _arg_through_extf(value: SSAValue) -> BlockArgument | None:
-    if isinstance(value, BlockArgument):
-        return value
-    owner = value.owner
-    if isinstance(owner, arith.ExtFOp) and isinstance(owner.input, BlockArgument):
-        return owner.input
-    return None
-
-
 def _plan(op: linalg.GenericOp) -> _Plan:
-    cached = _PLANS.get(id(op))
-    if cached is not None and cached[0] is op:
-        return cached[1]
-    plan = _make_plan(op)
-    _PLANS[id(op)] = (op, plan)
+    """``op``'s plan, made on first use and kept while ``op`` lives."""
+    plan = _PLANS.get(op)
+    if plan is None:
+        plan = _PLANS[op] = _make_plan(op)
     return plan
 
 
@@ -212,14 +232,29 @@ def _make_plan(op: linalg.GenericOp) -> _Plan:
         [_dims_of(m, op) for m in maps],
         [_dtype(r.type) for r in op.results],
     )
-    iters = [str(it.data) for it in op.iterator_types.data]
+    reduced = reduction_axes(op)
     yield_op = block.last_op
     assert isinstance(yield_op, linalg.YieldOp)
-    if "reduction" not in iters:
+    if not reduced:
         plan.body = _compile_body(op, None)
         return plan
     if len(op.outputs) != 1 or len(yield_op.operands) != 1:
         raise InterpretationError("linalg.generic: a reduction with several outputs")
+    if set(plan.dims[n_in]) != set(range(plan.rank)) - set(reduced):
+        raise InterpretationError(
+            "linalg.generic: the output is not indexed by exactly the parallel loops"
+        )
+    plan.reduce_axes = reduced
+    kind = contraction(op)
+    if kind is not None:
+        letters = "abcdefghijklmnopqrstuvwxyz"
+        subs = ["".join(letters[d] for d in plan.dims[i]) for i in kind.factors]
+        out = "".join(letters[d] for d in plan.dims[n_in])
+        plan.kind, plan.factors = "contraction", kind.factors
+        plan.subscripts = f"{subs[0]},{subs[1]}->{out}"
+        product = numpy_dtype(kind.product_type)
+        plan.product_dtype = product if product.itemsize >= 4 else np.dtype(np.float32)
+        return plan
     acc = block.args[n_in]
     combine = yield_op.operands[0].owner
     if type(combine) not in _REDUCERS or acc not in combine.operands:
@@ -229,21 +264,7 @@ def _make_plan(op: linalg.GenericOp) -> _Plan:
         )
     if any(use.operation is not combine for use in acc.uses):
         raise InterpretationError("linalg.generic: the accumulator is used beyond ⊕")
-    other = combine.operands[1] if combine.operands[0] is acc else combine.operands[0]
-    if isinstance(combine, arith.AddfOp) and isinstance(other.owner, arith.MulfOp):
-        factors = [_arg_through_extf(v) for v in other.owner.operands]
-        body_ops = [o for o in block.ops if o not in (combine, yield_op, other.owner)]
-        only_extf = all(isinstance(o, arith.ExtFOp) for o in body_ops)
-        if all(f is not None for f in factors) and only_extf and len(list(other.uses)) == 1:
-            letters = "abcdefghijklmnopqrstuvwxyz"
-            idx = [f.index for f in factors if f is not None]
-            subs = ["".join(letters[d] for d in plan.dims[i]) for i in idx]
-            out = "".join(letters[d] for d in plan.dims[n_in])
-            plan.kind, plan.factors = "contraction", (idx[0], idx[1])
-            plan.subscripts = f"{subs[0]},{subs[1]}->{out}"
-            return plan
-    plan.kind, plan.combine, plan.ufunc = "reduction", combine, _REDUCERS[type(combine)]
-    plan.reduce_axes = tuple(d for d in range(plan.rank) if d not in plan.dims[n_in])
+    plan.kind, plan.ufunc = "reduction", _REDUCERS[type(combine)]
     plan.body = _compile_body(op, combine)
     return plan
 
@@ -276,7 +297,7 @@ def run_generic(
     n_in = plan.n_in
     if plan.kind == "contraction":
         i, j = plan.factors
-        a, b = (np.asarray(args[k], dtype=np.float32) for k in (i, j))
+        a, b = (np.asarray(args[k], dtype=plan.product_dtype) for k in (i, j))
         if plan.matmul is None:
             plan.matmul = _matmul_plan(plan.subscripts, a, b)
         product = _contract(plan, a, b)

@@ -1,0 +1,139 @@
+"""What a ``linalg.generic`` is, said once: its loop domain, its reduction loops, whether it is
+a contraction; and how many bytes a tensor holds.
+
+The executor (`runtime.linalg_exec`), the cost model (`analysis.cost`), the chip shims
+(`shims`) and the pipeline figures (`analysis.stats`) all ask here, so they cannot disagree.
+
+A **contraction** is a generic that sums products of its inputs over its reduction loops::
+
+    out[p] += a[..] * b[..]      (summed over every reduction loop)
+
+Precisely: at least one reduction loop, one output, and a body that is exactly
+``yield acc + x * y`` (``arith.addf`` of the accumulator and one ``arith.mulf``, in either
+order), where ``x`` and ``y`` are input block arguments, each read directly or through one
+``arith.extf``, and nothing else is in the body (no other op, no other use of the
+accumulator or of the product). ``x`` and ``y`` may be the same input: a sum of squares
+``acc + x * x`` (RMSNorm's) is the contraction of ``x`` with itself — 2 FLOPs a point, one
+matrix product to run. A max of products, a sum of ``exp``, or a product behind any other
+op is a plain reduction.
+
+This module is IR level: it imports xDSL and tp's IR modules only, never an analysis, a
+pass or the runtime.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.linalg import ops as linalg
+from xdsl.dialects.linalg.attrs import IteratorType
+from xdsl.ir import Attribute, BlockArgument, SSAValue
+
+from tp_dialect.dtypes import numpy_dtype
+
+# -- tensors ---------------------------------------------------------------------------------
+
+
+def elements(t: Attribute) -> int:
+    """The number of elements of a value of type ``t``: its shape's product for a tensor, 1
+    for a scalar."""
+    return math.prod(t.get_shape()) if isinstance(t, TensorType) else 1
+
+
+def nbytes(t: Attribute) -> int:
+    """The bytes a value of type ``t`` holds: elements times element size for a tensor, 0 for
+    a scalar (it lives in a register, not in HBM)."""
+    if not isinstance(t, TensorType):
+        return 0
+    return math.prod(t.get_shape()) * numpy_dtype(t.element_type).itemsize
+
+
+# -- the loop domain -------------------------------------------------------------------------
+
+
+def loop_ranges(op: linalg.GenericOp) -> tuple[int, ...]:
+    """The static extent of each loop of ``op``'s iteration domain, in loop order.
+
+    xDSL's `get_static_loop_ranges`: each loop's extent is read off the first operand axis
+    its indexing maps index by that loop alone (the verifier guarantees there is one)."""
+    return tuple(op.get_static_loop_ranges())
+
+
+def domain_size(op: linalg.GenericOp) -> int:
+    """The number of points of ``op``'s iteration domain (the product of its loop ranges)."""
+    return math.prod(loop_ranges(op))
+
+
+def reduction_axes(op: linalg.GenericOp) -> tuple[int, ...]:
+    """The loops of ``op`` whose iterator type is ``reduction``, ascending."""
+    return tuple(
+        i for i, it in enumerate(op.iterator_types.data) if it.data == IteratorType.REDUCTION
+    )
+
+
+def reduces(op: linalg.GenericOp) -> bool:
+    """Whether ``op`` has at least one reduction loop (it is a reduction or a contraction)."""
+    return bool(reduction_axes(op))
+
+
+def reduced_size(op: linalg.GenericOp) -> int:
+    """How many points each output element sums over: the product of ``op``'s reduction
+    loop ranges (1 for a map)."""
+    ranges = loop_ranges(op)
+    return math.prod(ranges[i] for i in reduction_axes(op))
+
+
+# -- contractions ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Contraction:
+    """How a contraction reads its factors: ``out += in[factors[0]] * in[factors[1]]``."""
+
+    factors: tuple[int, int]  # input indices of the two factors (equal for a sum of squares)
+    product_type: Attribute  # the element type the multiply computes in (after any extf)
+
+
+def contraction(op: linalg.GenericOp) -> Contraction | None:
+    """``op``'s factors if it is a contraction (see the module docstring for the one
+    definition), else None."""
+    if not reduces(op) or len(op.outputs) != 1 or len(op.results) > 1:
+        return None
+    block = op.body.block
+    n_in = len(op.inputs)
+    yield_op = block.last_op
+    if not isinstance(yield_op, linalg.YieldOp) or len(yield_op.operands) != 1:
+        return None
+    add = yield_op.operands[0].owner
+    acc = block.args[n_in]
+    if not isinstance(add, arith.AddfOp) or acc not in add.operands or not acc.has_one_use():
+        return None
+    product = add.rhs if add.lhs is acc else add.lhs
+    mul = product.owner
+    if not isinstance(mul, arith.MulfOp) or not product.has_one_use():
+        return None
+    a, b = (_input_through_extf(v, op) for v in (mul.lhs, mul.rhs))
+    if a is None or b is None:
+        return None
+    rest = [o for o in block.ops if o not in (add, mul, yield_op)]
+    if any(not isinstance(o, arith.ExtFOp) or o.result not in mul.operands for o in rest):
+        return None  # other work than widening the factors
+    return Contraction((a, b), mul.result.type)
+
+
+def is_contraction(op: linalg.GenericOp) -> bool:
+    """Whether ``op`` is a contraction (see the module docstring for the one definition)."""
+    return contraction(op) is not None
+
+
+def _input_through_extf(value: SSAValue, op: linalg.GenericOp) -> int | None:
+    """The index of the input ``value`` reads, directly or through one ``arith.extf``."""
+    if isinstance(value.owner, arith.ExtFOp):
+        value = value.owner.input
+    block = op.body.block
+    if isinstance(value, BlockArgument) and value.block is block and value.index < len(op.inputs):
+        return value.index
+    return None
