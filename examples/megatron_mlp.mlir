@@ -1,6 +1,8 @@
 // A Megatron MLP over 2 chips: gate/up split by column, down_proj by row, one all-reduce,
 // the residual add on the spine. Weights are full host tensors in Hugging Face layout
 // [out_features, in_features]; tp.shard is the host's loading map (each chip's slice).
+// No tp.name, no tp.role: tp-run binds the arguments by their SSA names (x, gate, up, down)
+// from either file, e.g. `tp-run examples/megatron_mlp.mlir --inputs mlp.npz`.
 builtin.module attributes {tp.chips = 2 : i64} {
   func.func @mlp(%x: tensor<1x8xf32>, %gate: tensor<16x8xf32>, %up: tensor<16x8xf32>, %down: tensor<8x16xf32>) -> tensor<1x8xf32> {
     // chip 0: columns 0..8 of gate/up, the matching columns of down_proj

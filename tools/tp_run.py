@@ -2,11 +2,14 @@
 
 ``tp-run layer.mlir --weights ckpt.safetensors --inputs in.npz --outputs out.npz [--check]``
 
-Weights are sliced onto chips through the manifest as the host would load them; ``--check``
-also runs the unsharded program (regenerated from the module's ``tp.config``, or
-``--against FILE``) on the same weights and inputs and fails above tolerance. ``--storage``
-runs the program with in-place updates overwriting their caches' storage (as a chip would);
-the program checked against still runs with value semantics, the reference meaning.
+Every argument is bound by name (its ``tp.name``, else its SSA name in the text, else
+``arg0`` ...) from either file: the checkpoint or the ``.npz`` of inputs, whichever holds it
+(both, alike in shape: the inputs' copy). Weights are sliced onto chips through the
+manifest as the host would load them; ``--check`` also runs the unsharded program
+(regenerated from the module's ``tp.config``, or ``--against FILE``) on the same weights
+and inputs and fails above tolerance. ``--storage`` runs the program with in-place updates
+overwriting their caches' storage (as a chip would); the program checked against still
+runs with value semantics, the reference meaning.
 
 ``tp-run layer.mlir --dry-run [--machine M] [--mode phase,relay,dataflow|all]`` models the
 step instead (`tp_dialect.runtime.model`). The model runs a program at the stage it is given;
@@ -72,11 +75,13 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tp-run", description="Run a tp program on numpy.")
     p.add_argument("program", help="the .mlir program (e.g. from tp-gen or tp-opt)")
     w = p.add_mutually_exclusive_group()
-    w.add_argument("--weights", help="a .safetensors checkpoint under Hugging Face names")
+    w.add_argument(
+        "--weights", help="a .safetensors checkpoint of named tensors (any argument, by name)"
+    )
     w.add_argument("--random-weights", type=int, metavar="SEED", help="random weights")
     i = p.add_mutually_exclusive_group()
-    i.add_argument("--inputs", help="an .npz of decode inputs by name")
-    i.add_argument("--random-inputs", type=int, metavar="SEED", help="random decode inputs")
+    i.add_argument("--inputs", help="an .npz of named tensors (any argument, by name)")
+    i.add_argument("--random-inputs", type=int, metavar="SEED", help="random inputs and caches")
     p.add_argument("--position", type=int, default=3, help="position for --random-inputs")
     p.add_argument("--outputs", help="write the results by name to this .npz")
     p.add_argument(
@@ -157,11 +162,15 @@ def compare(
 def _source(args: argparse.Namespace, module: ModuleOp) -> TensorSource:
     if args.weights:
         return SafetensorsSource(args.weights)
-    return MemorySource(random_weights(module, args.random_weights))
+    if args.random_weights is not None:
+        return MemorySource(random_weights(module, args.random_weights))
+    return MemorySource({})
 
 
 def _inputs(args: argparse.Namespace, module: ModuleOp) -> dict[str, np.ndarray]:
     if args.inputs is None:
+        if args.random_inputs is None:
+            return {}
         return random_inputs(module, args.random_inputs, args.position)
     try:
         with np.load(args.inputs) as data:
@@ -187,12 +196,13 @@ def execute(
     inputs: Mapping[str, np.ndarray],
     storage: bool = False,
 ) -> tuple[dict[str, np.ndarray], float, float]:
-    """Load weights through the manifest, run (with ``storage``: under storage semantics);
-    the results, load time and run time."""
+    """Bind every argument from ``source`` or ``inputs`` (what ``source`` holds sliced through
+    the manifest), run (with ``storage``: under storage semantics); the results, load time
+    and run time."""
     t0 = time.perf_counter()
-    placement = place_weights(module, source)
+    placement = place_weights(module, source, inputs)
     t1 = time.perf_counter()
-    outputs = run_program(module, {**placement.values, **inputs}, placement.placed, storage)
+    outputs = run_program(module, placement.values, placement.placed, storage)
     return outputs, t1 - t0, time.perf_counter() - t1
 
 
@@ -342,10 +352,12 @@ def _main(argv: Sequence[str] | None) -> int:
         _model(args, module)
         if args.dry_run:
             return 0
-    if args.weights is None and args.random_weights is None:
-        raise UserError("give --weights CKPT or --random-weights SEED (or --dry-run)")
-    if args.inputs is None and args.random_inputs is None:
-        raise UserError("give --inputs IN.npz or --random-inputs SEED (or --dry-run)")
+    given = (args.weights, args.random_weights, args.inputs, args.random_inputs)
+    if all(g is None for g in given):
+        raise UserError(
+            "give the arguments: --weights CKPT or --random-weights SEED, and/or "
+            "--inputs IN.npz or --random-inputs SEED (or --dry-run)"
+        )
     source = _source(args, module)
     inputs = _inputs(args, module)
     outputs, load_s, run_s = execute(module, source, inputs, args.storage)

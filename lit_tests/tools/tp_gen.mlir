@@ -6,7 +6,12 @@
 // RUN: tp-gen qwen3 --preset tiny --chips 2 | tp-opt | filecheck %s --check-prefix=VERIFIES
 
 // CHECK-LABEL: builtin.module attributes {tp.chips = 2 : i64, tp.config = {{{.*}}}}
-// CHECK: func.func @decode(%hidden_states: tensor<1x64xf32> {tp.name = "hidden_states"}, %position: i64 {tp.name = "position"}
+// Each argument states its name and its role (what the runtime asks, never the name): the
+// per-step inputs, the weights, and the KV caches with their sequence axis.
+// CHECK: func.func @decode(%hidden_states: tensor<1x64xf32> {tp.name = "hidden_states", tp.role = "input"}, %position: i64 {tp.name = "position", tp.role = "input"}
+// CHECK-SAME: %model.layers.0.self_attn.q_proj.weight: tensor<128x64xf32> {tp.name = "model.layers.0.self_attn.q_proj.weight", tp.role = "weight"}
+// CHECK-SAME: %past_key.0: tensor<1x8x16x8xf32> {tp.name = "past_key.0", tp.role = "cache", tp.cache_axis = 2 : i64}
+// CHECK-SAME: -> (tensor<1x64xf32> {tp.name = "hidden_states"}, tensor<1x8x16x8xf32> {tp.name = "present_key.0"}
 // Column split into the block: chip c owns q rows [64c, 64c+64) (its 8 query heads) ...
 // CHECK: %l0_c0_q_w = tp.shard %model.layers.0.self_attn.q_proj.weight at #tp.slice<axis = 0, ranges = [(0, 64)], full = [128, 64]> : tensor<128x64xf32> -> tensor<64x64xf32, #tp.chip<0>>
 // ... and its slice of the KV cache (carried state): KV heads [4c, 4c+4).

@@ -7,8 +7,11 @@ ordinary MLIR that any xDSL tool parses and verifies.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from tp_dialect.attrs import ChipAttr, SliceAttr
 
 
 @dataclass(frozen=True)
@@ -21,7 +24,7 @@ class TensorT:
 
     def __str__(self) -> str:
         dims = "".join(f"{d}x" for d in self.shape)
-        enc = f", #tp.chip<{self.chip}>" if self.chip is not None else ""
+        enc = f", {chip_text(self.chip)}" if self.chip is not None else ""
         return f"tensor<{dims}{self.dtype}{enc}>"
 
     def on(self, chip: int | None) -> TensorT:
@@ -192,6 +195,18 @@ class Emitter:
 
 def _doc(doc: str | None) -> str:
     return "" if doc is None else f'doc = "{doc}", '
+
+
+@functools.cache
+def chip_text(chip: int) -> str:
+    """``#tp.chip<chip>`` as the attribute prints itself (once per chip: types repeat)."""
+    return str(ChipAttr(chip))
+
+
+def slice_text(axis: int, ranges: Sequence[tuple[int, int]], full: Sequence[int]) -> str:
+    """The ``#tp.slice<...>`` of ``ranges`` along ``axis`` of a tensor of shape ``full``, as
+    the attribute prints itself (it verifies: a range out of bounds raises)."""
+    return str(SliceAttr(axis, ranges, full))
 
 
 def chip_hint(what: str, chip: int | None) -> str:

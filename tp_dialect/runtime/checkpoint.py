@@ -5,8 +5,11 @@ handed to) is never loaded whole: each chip's slice is read on its own (from a
 ``safetensors`` file, range by range, without reading the rest) and handed to the
 interpreter as already placed; the full argument is bound to a zero-stride placeholder that
 costs no memory. A slice several ``tp.shard`` ops cut alike (copies of one shard in
-different chip programs) is read once and shared. Spine tensors (norm weights) are loaded
-whole. The same weights are read at every stage of lowering, since the manifest is.
+different chip programs) is read once and shared. Weights read whole (a norm's scale) are
+loaded whole. The same weights are read at every stage of lowering, since the manifest is.
+
+Nothing here knows a model: what is a weight, an input or a cache is the port's role, which
+the program states (`tp_dialect.signature`).
 """
 
 from __future__ import annotations
@@ -22,15 +25,8 @@ from xdsl.dialects.builtin import ModuleOp
 from tp_dialect.analysis.manifest import ChipLoad, read_manifest
 from tp_dialect.analysis.values import uses_through_programs
 from tp_dialect.ops import ShardOp
-from tp_dialect.runtime.numpy_impls import slice_of
+from tp_dialect.runtime.arrays import slice_of
 from tp_dialect.signature import BindError, Port, entry_function, ports
-
-DECODE_INPUTS = ("hidden_states", "position", "past_key.", "past_value.")
-
-
-def is_decode_input(name: str) -> bool:
-    """Whether ``name`` is a per-step input (not a weight of the checkpoint)."""
-    return name in DECODE_INPUTS[:2] or name.startswith(DECODE_INPUTS[2:])
 
 
 class TensorSource(Protocol):
@@ -101,21 +97,41 @@ class Placement:
         return sum(a.nbytes for a in {id(a): a for a in self.placed.values()}.values())
 
 
-def place_weights(module: ModuleOp, source: TensorSource) -> Placement:
-    """Load every weight argument of ``module`` from ``source``, slicing through the manifest:
-    a weight read only by ``tp.shard`` ops (seen through chip programs) is read slice by
-    slice, each distinct slice once, and never whole.
+def place_weights(
+    module: ModuleOp, source: TensorSource, inputs: Mapping[str, Any] | None = None
+) -> Placement:
+    """Load the arguments of ``module``, slicing what comes from ``source`` through the
+    manifest: an argument read only by ``tp.shard`` ops (seen through chip programs) is read
+    slice by slice, each distinct slice once, and never whole.
 
-    Raises BindError naming a missing tensor or one of the wrong shape (expected vs found).
+    Without ``inputs``, every weight argument (by role) comes from ``source`` and the rest is
+    left to the caller. With ``inputs``, every argument comes from either ``source`` or
+    ``inputs`` (an input found in both, alike in shape, is taken from ``inputs``), and
+    `Placement.values` binds them all. A port is looked up by its name, then its alias.
+
+    Raises BindError naming an argument found nowhere, one of the wrong shape in the
+    checkpoint (expected vs found), or one in both with different shapes.
     """
     func = entry_function(module)
     ins, _ = ports(func)
     loads_by_op = {ld.op: ld for ld in read_manifest(module).loads}
     placement = Placement()
     for port, arg in zip(ins, func.body.block.args, strict=True):
-        if is_decode_input(port.name):
-            continue
-        _check_shape(port, source.shape(port.name))
+        key = _key_in_source(port, source)
+        if inputs is None:
+            if port.role != "weight":
+                continue
+            _check_shape(port, None if key is None else source.shape(key))
+        else:
+            given = port.key_in(inputs)
+            if given is not None:
+                _check_both(port, source, key, np.shape(inputs[given]))
+                placement.values[port.name] = inputs[given]
+                continue
+            if key is None:
+                raise BindError(_nowhere(port))
+            _check_shape(port, source.shape(key))
+        assert key is not None
         readers = [use.operation for use in uses_through_programs(arg)]
         loads = [loads_by_op[op] for op in readers if isinstance(op, ShardOp) and op in loads_by_op]
         if loads and len(loads) == len(readers):
@@ -124,26 +140,51 @@ def place_weights(module: ModuleOp, source: TensorSource) -> Placement:
             # slice (with in-place storage, tp.shard copies it into the chip's memory first).
             read: dict[tuple[int, tuple[tuple[int, int], ...]], np.ndarray] = {}
             for load in loads:
-                key = (load.slice.axis_index, tuple(load.slice.ranges))
-                if key not in read:
-                    read[key] = _load_slice(source, load, port)
-                placement.placed[load.op] = read[key]
+                cut = (load.slice.axis_index, tuple(load.slice.ranges))
+                if cut not in read:
+                    read[cut] = _load_slice(source, key, load, port)
+                placement.placed[load.op] = read[cut]
             placement.values[port.name] = np.broadcast_to(
                 np.zeros((), port.numpy_dtype), port.shape
             )
         else:
-            placement.values[port.name] = np.asarray(
-                source.whole(port.name), dtype=port.numpy_dtype
-            )
+            placement.values[port.name] = np.asarray(source.whole(key), dtype=port.numpy_dtype)
     return placement
+
+
+def _key_in_source(port: Port, source: TensorSource) -> str | None:
+    for key in (port.name, port.alias):
+        if key is not None and source.shape(key) is not None:
+            return key
+    return None
+
+
+def _describe(port: Port) -> str:
+    return f"{port.dtype} of shape {list(port.shape)}" if port.shape else port.dtype
+
+
+def _nowhere(port: Port) -> str:
+    """The error for ``port`` found in neither file, naming first where its role says it lives."""
+    expected = f"'{port.name}' (expected {_describe(port)})"
+    if port.role == "weight":
+        return f"checkpoint has no tensor {expected}, nor do the inputs"
+    return f"the inputs have no tensor {expected}, nor does the checkpoint"
+
+
+def _check_both(port: Port, source: TensorSource, key: str | None, given: tuple[int, ...]) -> None:
+    if key is None:
+        return
+    found = source.shape(key)
+    if found is not None and tuple(found) != tuple(given):
+        raise BindError(
+            f"argument '{port.name}' is in both the checkpoint (shape {list(found)}) and the "
+            f"inputs (shape {list(given)}): give it once"
+        )
 
 
 def _check_shape(port: Port, found: tuple[int, ...] | None) -> None:
     if found is None:
-        raise BindError(
-            f"checkpoint has no tensor '{port.name}' (expected {port.dtype} of shape "
-            f"{list(port.shape)})"
-        )
+        raise BindError(f"checkpoint has no tensor '{port.name}' (expected {_describe(port)})")
     if found != port.shape:
         raise BindError(
             f"checkpoint tensor '{port.name}': expected shape {list(port.shape)}, "
@@ -151,21 +192,22 @@ def _check_shape(port: Port, found: tuple[int, ...] | None) -> None:
         )
 
 
-def _load_slice(source: TensorSource, load: ChipLoad, port: Port) -> np.ndarray:
-    data = source.ranges(load.tensor, load.slice.axis_index, load.slice.ranges)
+def _load_slice(source: TensorSource, key: str, load: ChipLoad, port: Port) -> np.ndarray:
+    data = source.ranges(key, load.slice.axis_index, load.slice.ranges)
     return np.ascontiguousarray(data, dtype=port.numpy_dtype)
 
 
 def random_weights(module: ModuleOp, seed: int) -> dict[str, np.ndarray]:
-    """Random weights for every weight argument of ``module``, at a scale that keeps a
-    layer's activations O(1): norm weights near 1, projections ~ N(0, 1/in_features)."""
+    """Random values for every weight argument of ``module`` (by role), at a scale that keeps
+    a layer's activations O(1): a weight of rank 0 or 1 is taken for a norm's scale (near 1),
+    a matrix for a projection (~ N(0, 1/in_features), its last axis the input)."""
     rng = np.random.default_rng(seed)
     ins, _ = ports(entry_function(module))
     out = {}
     for port in ins:
-        if is_decode_input(port.name):
+        if port.role != "weight":
             continue
-        if port.name.endswith("norm.weight"):
+        if len(port.shape) <= 1:
             data = 1.0 + 0.1 * rng.standard_normal(port.shape)
         else:
             data = rng.standard_normal(port.shape) / np.sqrt(port.shape[-1])
@@ -174,21 +216,28 @@ def random_weights(module: ModuleOp, seed: int) -> dict[str, np.ndarray]:
 
 
 def random_inputs(module: ModuleOp, seed: int, position: int) -> dict[str, np.ndarray]:
-    """Random decode inputs: hidden states, ``position``, caches filled below ``position``."""
+    """Random per-step values for every input and cache argument of ``module`` (by role): an
+    integer input is the step's ``position``; a float input ~ N(0, 1); a cache holds
+    N(0, 1) entries below ``position`` along its sequence axis and zeros from there on (all
+    zeros when it states no axis). Raises BindError when ``position`` is beyond a cache."""
     rng = np.random.default_rng(seed)
     ins, _ = ports(entry_function(module))
     out: dict[str, np.ndarray] = {}
     for port in ins:
-        if port.name == "position":
-            out[port.name] = np.asarray(position, dtype=np.int64)
-        elif port.name == "hidden_states":
-            out[port.name] = rng.standard_normal(port.shape).astype(np.float32)
-        elif port.name.startswith(("past_key.", "past_value.")):
-            cache = np.zeros(port.shape, np.float32)
-            if position > port.shape[2]:
-                raise BindError(
-                    f"position {position} is beyond the cache's {port.shape[2]} positions"
-                )
-            cache[:, :, :position] = rng.standard_normal((*port.shape[:2], position, port.shape[3]))
+        if port.role == "input":
+            if port.numpy_dtype.kind in "iu":
+                out[port.name] = np.full(port.shape, position, dtype=port.numpy_dtype)
+            else:
+                out[port.name] = rng.standard_normal(port.shape).astype(port.numpy_dtype)
+        elif port.role == "cache":
+            cache = np.zeros(port.shape, port.numpy_dtype)
+            axis = port.cache_axis
+            if axis is not None:
+                if position > port.shape[axis]:
+                    raise BindError(
+                        f"position {position} is beyond the cache's {port.shape[axis]} positions"
+                    )
+                filled = (*port.shape[:axis], position, *port.shape[axis + 1 :])
+                cache[(slice(None),) * axis + (slice(0, position),)] = rng.standard_normal(filled)
             out[port.name] = cache
     return out

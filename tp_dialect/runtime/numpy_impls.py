@@ -53,20 +53,11 @@ from tp_dialect.ops import (
     UnshardOp,
     YieldOp,
 )
+from tp_dialect.runtime.arrays import slice_of
 from tp_dialect.runtime.linalg_exec import run_generic
 from tp_dialect.runtime.scalar_ops import KERNEL_OPS, kernel_for, result_dtype
 
 _DYNAMIC = -(2**63)
-
-
-def slice_of(full: np.ndarray, axis: int, ranges: Sequence[tuple[int, int]]) -> np.ndarray:
-    """The ranges of ``full`` along ``axis``, concatenated in order (a TpSlice's meaning).
-
-    One range is a view, not a copy: under value semantics no op writes into its operands
-    (under storage semantics ``tp.shard`` copies it).
-    """
-    parts = [full[(slice(None),) * axis + (slice(s, s + n),)] for s, n in ranges]
-    return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=axis)
 
 
 def own_storage(value: Any) -> Any:

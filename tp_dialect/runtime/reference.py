@@ -23,12 +23,15 @@ from tp_dialect.signature import BindError, Port, entry_function, ports
 
 
 def bind(ins: list[Port], values: Mapping[str, Any]) -> list[Any]:
-    """Values for ``ins`` in order, checked: every name present, shapes and dtypes right."""
+    """Values for ``ins`` in order, checked: every port present (by its name, else its
+    alias, the positional ``arg0`` of an argument named by its text), shapes right, and each
+    value converted to the port's dtype."""
     bound = []
     for port in ins:
-        if port.name not in values:
+        key = port.key_in(values)
+        if key is None:
             raise BindError(f"missing argument '{port.name}' (expected {_describe(port)})")
-        value = np.asarray(values[port.name])
+        value = np.asarray(values[key])
         if tuple(value.shape) != port.shape:
             raise BindError(
                 f"argument '{port.name}': expected shape {list(port.shape)}, "

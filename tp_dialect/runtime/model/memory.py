@@ -9,8 +9,8 @@ read on that chip. Both forms are reduced to the same per-chip event streams (`s
 `Memories`: a read of a tensor the chip does not hold fails, naming the tensor and the chip; an
 in-place update (a cache write) lives in its destination's storage, so it adds no bytes;
 a tensor handed to the host stays live to the end. What counts as a weight comes from the
-ports: a function argument the host loads from a checkpoint (every tensor argument but the
-decode inputs — the host loader's own rule, `is_decode_input`); the rest is state.
+ports: a function argument whose role is ``weight`` (the role the program states, the one
+the host loader reads too — `tp_dialect.signature`); inputs and caches are state.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from tp_dialect.analysis.values import origin
 from tp_dialect.names import value_name
 from tp_dialect.ops import SectionOp, ShardOp, TransferOp
 from tp_dialect.program_ops import ChipProgramOp, FinishOp, LinkOp
-from tp_dialect.runtime.checkpoint import is_decode_input
 from tp_dialect.runtime.model.core import (
     ModelError,
     host_argument,
@@ -38,7 +37,7 @@ from tp_dialect.runtime.model.core import (
     label_of,
     placed_sections,
 )
-from tp_dialect.signature import ports
+from tp_dialect.signature import Port, ports
 
 HeldKey = tuple[int, int | None, tuple[tuple[int, int], ...]]  # (argument, axis, ranges)
 
@@ -52,10 +51,10 @@ class Held:
     weight: bool  # a checkpoint weight (else state: a cache slice, the hidden state)
 
 
-def is_weight_port(name: str) -> bool:
-    """Whether a function argument named ``name`` is a weight: the host loads it from a
-    checkpoint (every argument but the decode inputs, as `place_weights` decides)."""
-    return not is_decode_input(name)
+def is_weight_port(port: Port) -> bool:
+    """Whether the function argument ``port`` is a weight: its role says so (as it does for
+    `place_weights`); inputs and caches are state."""
+    return port.role == "weight"
 
 
 def weight_bytes(func: FuncOp) -> int:
@@ -64,7 +63,7 @@ def weight_bytes(func: FuncOp) -> int:
     return sum(
         nbytes(arg.type)
         for port, arg in zip(ins, func.body.block.args, strict=True)
-        if is_weight_port(port.name)
+        if is_weight_port(port)
     )
 
 
@@ -92,16 +91,14 @@ def holdings(func: FuncOp, n: int) -> list[dict[HeldKey, Held]]:
                 key = held_key(inner.result, func)
                 if key is not None:
                     port = ins[key[0]]
-                    found[key] = Held(
-                        port.name, nbytes(inner.result.type), is_weight_port(port.name)
-                    )
+                    found[key] = Held(port.name, nbytes(inner.result.type), is_weight_port(port))
                 continue
             for operand in inner.operands:
                 arg = host_argument(operand, func)
                 if arg is not None and isinstance(arg.type, TensorType):
                     port = ins[arg.index]
                     found[(arg.index, None, ())] = Held(
-                        port.name, nbytes(arg.type), is_weight_port(port.name)
+                        port.name, nbytes(arg.type), is_weight_port(port)
                     )
         for c in chips:
             held[c].update(found)
