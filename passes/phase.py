@@ -67,10 +67,14 @@ def order_phases(
     terminator = block.last_op
     assert terminator is not None
     order = sorted(range(len(stmts)), key=lambda i: (phases[i], i))
+    tags: dict[int, IntegerAttr] = {}  # attributes are immutable: one per phase, built once
     for k, i in enumerate(order):
         op = stmts[i]
         op.detach()
-        op.attributes[PHASE_ATTR] = IntegerAttr(phases[i], i64)
+        tag = tags.get(phases[i])
+        if tag is None:
+            tag = tags[phases[i]] = IntegerAttr(phases[i], i64)
+        op.attributes[PHASE_ATTR] = tag
         block.insert_op_before(op, terminator)
         if k == len(order) - 1 or phases[order[k + 1]] != phases[i]:
             block.insert_op_before(BarrierOp(phases[i]), terminator)

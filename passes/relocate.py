@@ -31,7 +31,6 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from tp_dialect.analysis.cost import best_allreduce, nbytes, split_axis
-from tp_dialect.analysis.folds import find_folds
 from tp_dialect.analysis.machine import Machine, MachineError, machine_from
 from tp_dialect.analysis.provenance import Provenance
 from tp_dialect.analysis.touch import is_statement
@@ -126,12 +125,12 @@ class TpRelocate(ModulePass):
         # The seed's fold becomes ONE all-reduce section, never a chain of two-way adds.
         TpRaiseAllreduce().apply(ctx, op)
         n = stated_chips(op) or 1
-        for fold in find_folds(op):
+        prov = Provenance(op)  # the algorithms chosen next change no value's chips
+        for fold in prov.folds:
             if isinstance(fold.ops[0].parent_op(), FuncOp):
                 raise fold.refusal(n)  # not an all-reduce: two-way adds would hide that
         choose = ChooseAlgorithm(self.allreduce, n, machine, self.report)
         PatternRewriteWalker(choose, apply_recursively=False).rewrite_module(op)
-        prov = Provenance(op)
         walker = PatternRewriteWalker(RelocateStatement(prov), apply_recursively=False)
         walker.rewrite_module(op)
         if self.epilogue:

@@ -300,11 +300,35 @@ def _covered(
             raise Unproven(chip, f"its slice through the index {expr}")
 
 
-def check_coverage(partials: Sequence[SSAValue], at: Operation, solver: Solver) -> None:
+class ModuleIndex:
+    """What coverage asks of the whole module, gathered once per check (one walk, not one per
+    all-reduce): who calls each function, and the checkpoint names of the entry's arguments."""
+
+    def __init__(self, root: Operation) -> None:
+        self.callers: dict[func.FuncOp, list[func.CallOp]] = {}
+        for op in root.walk():
+            if isinstance(op, func.CallOp):
+                callee = SymbolTable.lookup_symbol(op, op.callee)
+                if isinstance(callee, func.FuncOp):
+                    self.callers.setdefault(callee, []).append(op)
+        self.entry: func.FuncOp | None = None
+        self.names: list[str] = []
+        try:
+            self.entry = entry_function(root)  # type: ignore[arg-type]
+            self.names = [port.name for port in ports(self.entry)[0]]
+        except Exception:  # no single entry function: arguments are their own weights
+            self.entry = None
+
+
+def check_coverage(
+    partials: Sequence[SSAValue], at: Operation, solver: Solver, index: ModuleIndex | None = None
+) -> None:
     """Raise SLICES_OVERLAP / SLICES_GAP when the contractions summed by the all-reduce at
     ``at`` read slices of one weight that overlap on, leave out, or cannot be shown to cover
-    the contracted axis (see the module docstring)."""
-    contexts = _call_chains(at)
+    the contracted axis (see the module docstring). ``index``: the module's `ModuleIndex`,
+    when several all-reduces are checked."""
+    index = index or ModuleIndex(_root(at))
+    contexts = _call_chains(at, index)
     if contexts is None:
         raise TpReject.SLICES_GAP.at(
             at,
@@ -312,10 +336,18 @@ def check_coverage(partials: Sequence[SSAValue], at: Operation, solver: Solver) 
             "slices its partials sum cannot be proven",
         )
     for calls in contexts:
-        _check(partials, at, solver, calls)
+        _check(partials, at, solver, calls, index)
 
 
-def _check(partials: Sequence[SSAValue], at: Operation, solver: Solver, calls: Calls) -> None:
+def _root(op: Operation) -> Operation:
+    while (parent := op.parent_op()) is not None:
+        op = parent
+    return op
+
+
+def _check(
+    partials: Sequence[SSAValue], at: Operation, solver: Solver, calls: Calls, index: ModuleIndex
+) -> None:
     held: dict[object, list[tuple[int, int, int]]] = {}  # (start, end, chip)
     sizes: dict[object, int] = {}
     names: dict[object, str] = {}
@@ -332,7 +364,7 @@ def _check(partials: Sequence[SSAValue], at: Operation, solver: Solver, calls: C
                 "which part of the contracted axis it sums cannot be proven",
             ) from None
         for cut in cuts:
-            key = (_weight_key(cut.weight), cut.axis)
+            key = (_weight_key(cut.weight, index), cut.axis)
             sizes[key] = cut.size
             names[key] = f"axis {cut.axis} of %{value_name(cut.weight)}"
             held.setdefault(key, []).extend((s, s + n, chip) for s, n in cut.ranges)
@@ -363,22 +395,15 @@ def _gap(at: Operation, what: str, start: int, end: int) -> Exception:
     )
 
 
-def _weight_key(weight: SSAValue) -> object:
+def _weight_key(weight: SSAValue, index: ModuleIndex) -> object:
     """Entry arguments bound to one checkpoint name (as tp-run binds them) are one weight."""
-    f = _op_of(weight) if isinstance(weight, BlockArgument) else None
-    if isinstance(f, func.FuncOp) and isinstance(weight, BlockArgument):
-        module = f.parent_op()
-        while module is not None and module.parent_op() is not None:
-            module = module.parent_op()
-        try:
-            if module is not None and entry_function(module) is f:  # type: ignore[arg-type]
-                return ("checkpoint", ports(f)[0][weight.index].name)
-        except Exception:  # no single entry function: arguments are their own weights
-            pass
+    if isinstance(weight, BlockArgument) and index.entry is not None:
+        if _op_of(weight) is index.entry:
+            return ("checkpoint", index.names[weight.index])
     return weight
 
 
-def _call_chains(at: Operation) -> list[Calls] | None:
+def _call_chains(at: Operation, index: ModuleIndex) -> list[Calls] | None:
     """Every chain of calls from an uncalled function into the function holding ``at``
     (one empty chain when nothing calls it); None beyond _MAX_CONTEXTS."""
     f = at.parent_op()
@@ -386,15 +411,7 @@ def _call_chains(at: Operation) -> list[Calls] | None:
         f = f.parent_op()
     if f is None:
         return [()]
-    root = f.parent_op()
-    while root is not None and root.parent_op() is not None:
-        root = root.parent_op()
-    callers: dict[func.FuncOp, list[func.CallOp]] = {}
-    for op in (root or f).walk():
-        if isinstance(op, func.CallOp):
-            callee = SymbolTable.lookup_symbol(op, op.callee)
-            if isinstance(callee, func.FuncOp):
-                callers.setdefault(callee, []).append(op)
+    callers = index.callers
     chains: list[Calls] = []
 
     def up(fn: func.FuncOp, suffix: Calls, active: frozenset[func.FuncOp]) -> bool:

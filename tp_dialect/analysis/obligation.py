@@ -34,7 +34,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.traits import IsTerminator, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
-from tp_dialect.analysis.coverage import check_coverage
+from tp_dialect.analysis.coverage import ModuleIndex, check_coverage
 from tp_dialect.analysis.programs import check_programs
 from tp_dialect.analysis.provenance import Provenance, Solver, join
 from tp_dialect.analysis.touch import captured
@@ -79,11 +79,12 @@ def check_obligation(module: ModuleOp) -> Provenance:
     for solver in prov.solvers:
         for op in solver.root.walk(region_first=True):
             _check_op(prov, solver, op, entries)
+    index = ModuleIndex(module)
     for op in module.walk():
         if isinstance(op, AllReduceOp):
-            check_coverage(op.partials, op, prov.top)
+            check_coverage(op.partials, op, prov.top, index)
         elif op in prov.fold_sums:
-            check_coverage(prov.fold_of[op].partials, op, prov.top)
+            check_coverage(prov.fold_of[op].partials, op, prov.top, index)
     return prov
 
 
