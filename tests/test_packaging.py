@@ -41,7 +41,9 @@ def test_regular_install_maps_passes_and_tools_under_tp_dialect(tmp_path: Path) 
         [
             sys.executable,
             "-c",
+            # every tool, so every subpackage it reaches must have been installed
             "import tp_dialect, tp_dialect.passes, tp_dialect.tools.tp_opt;"
+            "import tp_dialect.tools.tp_gen, tp_dialect.tools.tp_run, tp_dialect.runtime.model;"
             "print(tp_dialect.__file__)",
         ],
         capture_output=True,
