@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from ir_helpers import parse
 
 from tp_dialect.analysis.cost import op_cost
+from tp_dialect.analysis.machine import MACHINES
 from tp_dialect.ops import SectionOp
 
 _PROGRAM = """
@@ -43,3 +46,17 @@ def test_a_fused_section_keeps_what_only_it_reads_on_chip(
     assert sum(op_cost(op).bytes for op in ops) == 96
     assert op_cost(section).bytes == hbm_bytes
     assert op_cost(section).flops == sum(op_cost(op).flops for op in ops)
+
+
+def test_a_machine_that_dispatches_ops_one_by_one_pays_per_op() -> None:
+    """Two adds of 4 floats: 8 FLOPs and 64 bytes (fused). On sn40l (no per-op overhead) the
+    roofline alone; on a machine with 10 us per op, 20 us more."""
+    module = parse(_PROGRAM.format(types="tensor<4xf32>", results="%r0", yielded="%b"))
+    section = next(op for op in module.walk() if isinstance(op, SectionOp))
+    cost = op_cost(section)
+    assert (cost.flops, cost.bytes, cost.ops) == (8, 64, 2)
+    sn40l = MACHINES["sn40l"]
+    roof = max(8 / sn40l.peak_flops, 64 / sn40l.hbm_bandwidth)
+    assert cost.time(sn40l) == roof
+    slow = dataclasses.replace(sn40l, op_overhead=10e-6)
+    assert cost.time(slow) == pytest.approx(roof + 20e-6)

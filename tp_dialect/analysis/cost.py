@@ -15,7 +15,7 @@ What a generic is (domain, contraction) and a tensor's bytes come from `tp_diale
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.dialects import arith, tensor
 from xdsl.dialects.builtin import TensorType
@@ -32,17 +32,20 @@ from tp_dialect.ops import AllReduceOp, SectionOp, ShardOp, UnshardOp, YieldOp
 
 @dataclass(frozen=True)
 class Cost:
-    """FLOPs and HBM bytes of some work."""
+    """FLOPs and HBM bytes of some work, and how many ops it takes."""
 
     flops: float = 0.0
     bytes: float = 0.0
+    ops: int = 0
 
     def __add__(self, other: Cost) -> Cost:
-        return Cost(self.flops + other.flops, self.bytes + other.bytes)
+        return Cost(self.flops + other.flops, self.bytes + other.bytes, self.ops + other.ops)
 
     def time(self, machine: Machine) -> float:
-        """Roofline: bound by compute or by HBM bandwidth, whichever is slower."""
-        return max(self.flops / machine.peak_flops, self.bytes / machine.hbm_bandwidth)
+        """Roofline: bound by compute or by HBM bandwidth, whichever is slower, plus the
+        machine's overhead per op (none on a dataflow chip)."""
+        roof = max(self.flops / machine.peak_flops, self.bytes / machine.hbm_bandwidth)
+        return roof + self.ops * machine.op_overhead
 
 
 # No work of their own: views, allocations, terminators, host-side stores.
@@ -77,7 +80,12 @@ def op_cost(op: Operation) -> Cost:
                 local = sum(1 for u in readers if u in inside)
                 written = any(u not in inside for u in readers)
                 kept += nbytes(r.type) * (local + (0 if written else 1))
-        return Cost(total.flops, max(0.0, total.bytes - kept))
+        return Cost(total.flops, max(0.0, total.bytes - kept), total.ops)
+    return replace(_leaf_cost(op), ops=1)
+
+
+def _leaf_cost(op: Operation) -> Cost:
+    """The FLOPs and bytes of one op inside a section."""
     if isinstance(op, _VIEWS):
         return Cost()
     if isinstance(op, linalg.GenericOp):

@@ -35,6 +35,10 @@ class Machine:
     topology: str  # "all-to-all": every pair linked; "ring": hops to the neighbour
     host_copy_overhead: float  # s the host spends on each relay copy, besides the bytes
     barrier_latency: float  # s to close a phase (every chip waits for every chip)
+    # s each op costs besides its roofline: 0 on a dataflow chip (its kernels are compiled
+    # into one pipeline), the dispatch of each op on a processor that runs them one by one
+    # (measured for the `local` machine: the reference interpreter's per-op overhead)
+    op_overhead: float = 0.0
 
     def transfer_time(self, nbytes: float, src: int, dst: int, chips: int) -> float:
         """Time for one tensor to cross from chip ``src`` to chip ``dst``."""

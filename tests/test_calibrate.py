@@ -1,0 +1,164 @@
+"""The ``local`` machine calibration: measured figures, the machine file and its MPI side."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import stat
+import subprocess
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+from tp_dialect.analysis.machine import Machine, machine_from
+from tp_dialect.frontend.qwen3 import Qwen3Config, generate
+from tp_dialect.runtime.calibrate import (
+    CalibrationError,
+    local_machine,
+    measure_local,
+    measure_pingpong,
+)
+from tp_dialect.tools import tp_run
+
+pytest.importorskip("mpi4py")
+
+# By path: xDSL installs a top-level ``benchmarks`` package that shadows the repository's
+# under pytest (``python -m benchmarks.calibrate`` from the repository root finds ours).
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("tp_calibrate_cli", ROOT / "benchmarks/calibrate.py")
+assert _spec is not None and _spec.loader is not None
+cli = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(cli)
+
+# Tiny sizes: every measurement in well under a second.
+TINY = {
+    "memory_bytes": 1 << 20,
+    "matvec_k": 64,
+    "matvec_n": 64,
+    "matmul_side": 32,
+    "message_bytes": 1 << 12,
+    "iters": 5,
+    "repeat": 2,
+    "timeout": 60.0,
+}
+TINY_ARGS = [
+    "--memory-mb=1",
+    "--matvec=64",
+    "--matmul=32",
+    "--message-mb=0.01",
+    "--repeat=2",
+    "--timeout=60",
+]
+
+
+@pytest.fixture(scope="module")
+def figures() -> dict[str, float]:
+    return measure_local(**TINY)
+
+
+def test_every_figure_is_positive_and_finite(figures: dict[str, float]) -> None:
+    assert figures
+    for key, value in figures.items():
+        assert math.isfinite(value) and value > 0, key
+    assert "interpreter_op_overhead" in figures
+
+
+def test_machine_file_has_only_machine_fields(figures: dict[str, float]) -> None:
+    machine = local_machine(figures)
+    assert set(machine) <= {f.name for f in fields(Machine)} | {"base"}
+    assert machine["name"] == "local" and machine["topology"] == "all-to-all"
+    assert "interpreter_op_overhead" not in machine
+    assert machine["op_overhead"] == figures["interpreter_op_overhead"]
+
+
+def test_cli_writes_a_file_machine_from_reads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "local.json"
+    assert cli.main(["-o", str(out), *TINY_ARGS]) == 0
+    assert "interpreter per op" in capsys.readouterr().out
+    machine = machine_from(str(out))
+    assert machine.name == "local" and machine.topology == "all-to-all"
+    assert machine.max_chips >= 1
+    for f in fields(Machine):
+        value = getattr(machine, f.name)
+        if isinstance(value, float):
+            assert math.isfinite(value) and value > 0, f.name
+    assert set(json.loads(out.read_text())) == {f.name for f in fields(Machine)} | {"base"}
+    assert [p.name for p in tmp_path.iterdir()] == ["local.json"]  # no temporary left
+
+
+def test_cli_runs_as_a_module(tmp_path: Path) -> None:
+    out = tmp_path / "local.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.calibrate", "-o", str(out), *TINY_ARGS],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert machine_from(str(out)).name == "local"
+
+
+def test_tp_run_dry_run_on_the_local_machine(
+    figures: dict[str, float], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    machine = tmp_path / "local.json"
+    machine.write_text(json.dumps(local_machine(figures)))
+    program = tmp_path / "tiny.mlir"
+    program.write_text(generate(Qwen3Config.preset("tiny", layers=1, chips=2)))
+    assert tp_run.main([str(program), "--dry-run", "--machine", str(machine)]) == 0
+    assert "x local" in capsys.readouterr().out
+
+
+def test_pingpong_runs() -> None:
+    link = measure_pingpong(large=1 << 12, iters=5, timeout=60.0)
+    assert set(link) == {"latency", "bandwidth", "barrier"}
+    assert all(math.isfinite(v) and v > 0 for v in link.values())
+
+
+def _one_line(err: CalibrationError) -> str:
+    text = str(err)
+    assert text and "\n" not in text
+    return text
+
+
+def test_missing_mpiexec_is_a_one_line_error(tmp_path: Path) -> None:
+    with pytest.raises(CalibrationError) as err:
+        measure_pingpong(mpiexec=str(tmp_path / "no-mpiexec"), timeout=10.0)
+    assert "MPI unavailable" in _one_line(err.value)
+
+
+def _script(path: Path, body: str) -> str:
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+def test_failing_mpiexec_is_a_one_line_error(tmp_path: Path) -> None:
+    exe = _script(tmp_path / "mpiexec", "echo 'first line' >&2; echo 'no MPI here' >&2; exit 3")
+    with pytest.raises(CalibrationError) as err:
+        measure_pingpong(mpiexec=exe, timeout=10.0)
+    assert "no MPI here" in _one_line(err.value)
+
+
+def test_hanging_mpiexec_times_out(tmp_path: Path) -> None:
+    exe = _script(tmp_path / "mpiexec", "exec sleep 30")
+    with pytest.raises(CalibrationError) as err:
+        measure_pingpong(mpiexec=exe, timeout=0.5)
+    assert "timed out" in _one_line(err.value)
+
+
+def test_cli_reports_missing_mpi_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "local.json"
+    code = cli.main(["-o", str(out), "--mpiexec", str(tmp_path / "none"), *TINY_ARGS])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "MPI unavailable" in err
+    assert not out.exists()

@@ -1,0 +1,356 @@
+"""A ``local`` machine measured on the machine this runs on, as a machine file `machine_from`
+reads (`tp_dialect.analysis.machine`).
+
+What is measured, and which `Machine` field it becomes:
+
+- streaming memory bandwidth with numpy, arrays larger than the last-level cache: a copy
+  (read + write, counted as the cost model counts bytes) and a sum (read only), best of a
+  few;
+- matmul FLOP/s with numpy: a ``[1, K] x [K, N]`` f32 matvec (decode's shape, its weight
+  larger than the cache) and a square matmul. The matvec is memory-bound (2 FLOPs per
+  4-byte weight): its FLOP/s is bandwidth in disguise, and the roofline charges it through
+  ``hbm_bandwidth``, not ``peak_flops``. So ``peak_flops`` is the square matmul's figure, the
+  compute roof, and ``hbm_bandwidth`` the best rate a large array is *read* at (the sum's or
+  the matvec's weight bytes per second, whichever is higher): a decode step's bytes are
+  mostly weights read once. The copy's figure is reported, not used: counting its writes
+  as the model does, it comes out well above any read rate, and would make decode look
+  faster than it runs. `measure_local` also reports the roofline's time for the matvec
+  next to the measured one;
+- point-to-point latency and bandwidth between two MPI ranks (an mpi4py ping-pong, run as
+  ``mpiexec -n 2 python -m tp_dialect.runtime.calibrate --pingpong``): ``link_latency`` is
+  half the round trip of an 8-byte message, ``link_bandwidth`` a large message's bytes over
+  half its round trip; ``barrier_latency`` is one ``MPI_Barrier`` of the two ranks;
+- ``host_copy_overhead``: the fixed cost of one small host copy (a numpy copy of a few
+  bytes, the call included);
+- ``op_overhead``, the reference interpreter's per-op overhead: a tiny generated program run
+  through `run_program`, divided by its op count (the model adds it per op: a chip of this
+  machine is a process dispatching ops one by one).
+
+Topology ``all-to-all`` (every pair of ranks talks directly), ``max_chips`` the CPU count,
+``hbm_bytes`` the total RAM, ``sram_bytes`` the largest CPU cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import fields
+from pathlib import Path
+
+import numpy as np
+
+from tp_dialect.analysis.machine import Machine
+
+
+class CalibrationError(RuntimeError):
+    """A measurement that could not be made, with a one-line reason."""
+
+
+def _best(fn: Callable[[], object], repeat: int) -> float:
+    """The fastest of ``repeat`` timed runs of ``fn`` (after one warm-up run), in seconds."""
+    fn()
+    best = math.inf
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return max(best, 1e-9)
+
+
+# -- memory and compute ----------------------------------------------------------------------
+
+
+def measure_bandwidth(nbytes: int = 256 << 20, repeat: int = 5) -> dict[str, float]:
+    """Streaming bandwidth in B/s over an ``nbytes`` f32 array: ``copy`` counts the bytes
+    read and written (as the cost model does), ``read`` the bytes a sum reads."""
+    n = max(nbytes // 4, 1)
+    src = np.ones(n, dtype=np.float32)
+    dst = np.empty_like(src)
+    copy_s = _best(lambda: np.copyto(dst, src), repeat)
+    read_s = _best(lambda: src.sum(), repeat)
+    return {"copy": 2 * src.nbytes / copy_s, "read": src.nbytes / read_s}
+
+
+def measure_matmul(
+    k: int = 8192, n: int = 8192, square: int = 1024, repeat: int = 5
+) -> dict[str, float]:
+    """FLOP/s of numpy f32 products: ``matvec`` a ``[1, k] x [k, n]`` product (2kn FLOPs,
+    memory-bound), ``matmul`` a ``square``-sided square product (2 square^3 FLOPs)."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, k), dtype=np.float32)
+    w = rng.standard_normal((k, n), dtype=np.float32)
+    matvec_s = _best(lambda: x @ w, repeat)
+    a = rng.standard_normal((square, square), dtype=np.float32)
+    b = rng.standard_normal((square, square), dtype=np.float32)
+    matmul_s = _best(lambda: a @ b, repeat)
+    return {
+        "matvec": 2 * k * n / matvec_s,
+        "matvec_seconds": matvec_s,
+        "matvec_bytes": float(w.nbytes + x.nbytes + 4 * n),
+        "matvec_flop_count": float(2 * k * n),
+        "matmul": 2 * square**3 / matmul_s,
+    }
+
+
+def measure_host_copy(nbytes: int = 8, repeat: int = 2000) -> float:
+    """Seconds of one small host copy (``nbytes``), the numpy call included: the fixed cost
+    of a relay copy besides its bytes."""
+    src = np.ones(max(nbytes // 4, 1), dtype=np.float32)
+    dst = np.empty_like(src)
+
+    def copies() -> None:
+        for _ in range(repeat):
+            np.copyto(dst, src)
+
+    return _best(copies, 3) / repeat
+
+
+def measure_interpreter(repeat: int = 3) -> dict[str, float]:
+    """The reference interpreter's time per dispatched op: a tiny one-layer, one-chip Qwen3
+    decode step run through `run_program`, best of ``repeat``, over its statement count."""
+    from tp_dialect.frontend.qwen3 import Qwen3Config, generate
+    from tp_dialect.runtime.checkpoint import (
+        MemorySource,
+        place_weights,
+        random_inputs,
+        random_weights,
+    )
+    from tp_dialect.runtime.reference import run_program
+    from tp_dialect.signature import entry_function
+    from tp_dialect.tools.source import parse_module
+    from tp_dialect.universe import tp_context
+
+    cfg = Qwen3Config.preset("tiny", layers=1, chips=1)
+    module, _ = parse_module(tp_context(), generate(cfg), "<tiny>")
+    weights = random_weights(module, seed=0)
+    inputs = random_inputs(module, seed=1, position=3)
+    placement = place_weights(module, MemorySource(weights))
+    values = {**placement.values, **inputs}
+    ops = len(list(entry_function(module).body.block.ops))
+    seconds = _best(lambda: run_program(module, values, placement.placed), repeat)
+    return {"per_op": seconds / ops, "ops": float(ops), "step_seconds": seconds}
+
+
+# -- MPI ping-pong ---------------------------------------------------------------------------
+
+
+def default_mpiexec() -> str:
+    """The ``mpiexec`` next to this interpreter (a venv's), else the one on PATH, else the
+    bare name (launching it then fails with a clear error)."""
+    local = Path(sys.executable).parent / "mpiexec"
+    if local.is_file():
+        return str(local)
+    return shutil.which("mpiexec") or "mpiexec"
+
+
+def measure_pingpong(
+    mpiexec: str | None = None,
+    large: int = 4 << 20,
+    iters: int = 50,
+    timeout: float = 60.0,
+) -> dict[str, float]:
+    """Link figures between two MPI ranks, or CalibrationError with a one-line reason:
+    ``latency`` (s, half an 8-byte round trip), ``bandwidth`` (B/s, a ``large``-byte message
+    over half its round trip) and ``barrier`` (s, one barrier of the two ranks)."""
+    exe = mpiexec or default_mpiexec()
+    cmd = [
+        exe,
+        "-n",
+        "2",
+        sys.executable,
+        "-m",
+        "tp_dialect.runtime.calibrate",
+        "--pingpong",
+        "--large",
+        str(large),
+        "--iters",
+        str(iters),
+    ]
+    try:
+        # A session of its own: on a timeout the launcher and both ranks are killed together.
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+    except FileNotFoundError:
+        raise CalibrationError(f"MPI unavailable: no mpiexec at '{exe}'") from None
+    except PermissionError:
+        raise CalibrationError(f"MPI unavailable: cannot run '{exe}'") from None
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise CalibrationError(f"MPI ping-pong timed out after {timeout:g} s ({exe})") from None
+    if proc.returncode != 0:
+        lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+        reason = lines[-1] if lines else f"exit code {proc.returncode}"
+        raise CalibrationError(f"MPI ping-pong failed ({exe}): {reason}")
+    for line in reversed(stdout.splitlines()):
+        if line.startswith("{"):
+            return {k: float(v) for k, v in json.loads(line).items()}
+    raise CalibrationError(f"MPI ping-pong printed no figures ({exe})")
+
+
+def _pingpong_rank(large: int, iters: int) -> None:
+    """The rank side of `measure_pingpong`: rank 0 prints its figures as one JSON line."""
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    if comm.Get_size() != 2:
+        raise SystemExit("the ping-pong needs exactly 2 ranks")
+    rank = comm.Get_rank()
+    peer = 1 - rank
+
+    def round_trip(buf: np.ndarray, count: int) -> float:
+        best = math.inf
+        comm.Barrier()
+        for _ in range(count):
+            t0 = MPI.Wtime()
+            if rank == 0:
+                comm.Send(buf, dest=peer)
+                comm.Recv(buf, source=peer)
+            else:
+                comm.Recv(buf, source=peer)
+                comm.Send(buf, dest=peer)
+            best = min(best, MPI.Wtime() - t0)
+        return best
+
+    small = np.zeros(8, dtype=np.uint8)
+    big = np.zeros(max(large, 8), dtype=np.uint8)
+    round_trip(small, 5)  # warm-up
+    latency = round_trip(small, iters) / 2
+    round_trip(big, 1)
+    bandwidth = big.nbytes / (round_trip(big, max(iters // 10, 3)) / 2)
+    comm.Barrier()
+    barrier = math.inf
+    for _ in range(iters):
+        t0 = MPI.Wtime()
+        comm.Barrier()
+        barrier = min(barrier, MPI.Wtime() - t0)
+    if rank == 0:
+        figures = {"latency": latency, "bandwidth": bandwidth, "barrier": barrier}
+        print(json.dumps(figures), flush=True)
+
+
+# -- the machine -----------------------------------------------------------------------------
+
+
+def total_ram() -> float:
+    """Bytes of RAM this machine has (``MemTotal`` in /proc/meminfo), else 0 when unknown."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return float(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def largest_cache() -> float:
+    """Bytes of the largest CPU cache of cpu0 (sysfs), else 0 when unknown."""
+    sizes = [0.0]
+    root = Path("/sys/devices/system/cpu/cpu0/cache")
+    for size in root.glob("index*/size"):
+        try:
+            text = size.read_text().strip()
+        except OSError:
+            continue
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        digits = text[:-1] if text[-1:] in "KMG" else text
+        if digits.isdigit():
+            sizes.append(float(digits) * scale)
+    return max(sizes)
+
+
+def measure_local(
+    mpiexec: str | None = None,
+    memory_bytes: int = 256 << 20,
+    matvec_k: int = 8192,
+    matvec_n: int = 8192,
+    matmul_side: int = 1024,
+    message_bytes: int = 4 << 20,
+    iters: int = 50,
+    repeat: int = 5,
+    timeout: float = 60.0,
+) -> dict[str, float]:
+    """Every figure of the local machine, each finite and positive, or CalibrationError (MPI
+    unavailable or failing): the fields `local_machine` writes and the raw figures behind them
+    (``interpreter_*``, copy/read/matvec)."""
+    bw = measure_bandwidth(memory_bytes, repeat)
+    mm = measure_matmul(matvec_k, matvec_n, matmul_side, repeat)
+    link = measure_pingpong(mpiexec, message_bytes, iters, timeout)
+    interp = measure_interpreter(max(repeat // 2, 1))
+    hbm_bandwidth = max(bw["read"], mm["matvec_bytes"] / mm["matvec_seconds"])
+    peak = mm["matmul"]
+    predicted = max(mm["matvec_flop_count"] / peak, mm["matvec_bytes"] / hbm_bandwidth)
+    ram = total_ram()
+    cache = largest_cache()
+    figures = {
+        "peak_flops": peak,
+        "hbm_bandwidth": hbm_bandwidth,
+        "hbm_bytes": ram if ram > 0 else float(memory_bytes),
+        "sram_bytes": cache if cache > 0 else 1.0 * (1 << 20),
+        "link_latency": link["latency"],
+        "link_bandwidth": link["bandwidth"],
+        "barrier_latency": link["barrier"],
+        "host_copy_overhead": measure_host_copy(),
+        "max_chips": float(os.cpu_count() or 2),
+        "op_overhead": interp["per_op"],
+        "copy_bandwidth": bw["copy"],
+        "read_bandwidth": bw["read"],
+        "matvec_flops": mm["matvec"],
+        "matvec_seconds": mm["matvec_seconds"],
+        "matvec_model_seconds": predicted,
+        "interpreter_op_overhead": interp["per_op"],
+        "interpreter_ops": interp["ops"],
+        "interpreter_step_seconds": interp["step_seconds"],
+    }
+    bad = [k for k, v in figures.items() if not (math.isfinite(v) and v > 0)]
+    if bad:
+        raise CalibrationError(f"unusable measurement(s): {', '.join(bad)}")
+    return figures
+
+
+def local_machine(figures: dict[str, float]) -> dict[str, object]:
+    """The machine file for ``figures`` (from `measure_local`): every `Machine` field, named
+    ``local``, all-to-all, and nothing `machine_from` would refuse."""
+    machine: dict[str, object] = {"base": "sn40l", "name": "local", "topology": "all-to-all"}
+    for f in fields(Machine):
+        if f.name in machine:
+            continue
+        if f.name == "max_chips":
+            machine[f.name] = int(figures["max_chips"])
+        else:
+            machine[f.name] = float(figures[f.name])
+    return machine
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The rank side of the ping-pong (``--pingpong``, run under ``mpiexec -n 2``)."""
+    p = argparse.ArgumentParser(prog="python -m tp_dialect.runtime.calibrate")
+    p.add_argument("--pingpong", action="store_true", help="run one rank of the ping-pong")
+    p.add_argument("--large", type=int, default=4 << 20, help="bandwidth message, bytes")
+    p.add_argument("--iters", type=int, default=50)
+    args = p.parse_args(argv)
+    if not args.pingpong:
+        p.error("only --pingpong runs here; calibrate with python -m benchmarks.calibrate")
+    _pingpong_rank(args.large, args.iters)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
