@@ -23,10 +23,17 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
+import re
+import shutil
+import signal
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -39,6 +46,7 @@ from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.frontend.qwen3 import GenError, Qwen3Config, generate
 from tp_dialect.ops import AllReduceOp
 from tp_dialect.passes import TP_PASSES
+from tp_dialect.runtime import mpi_exec
 from tp_dialect.runtime.checkpoint import (
     MemorySource,
     SafetensorsSource,
@@ -124,6 +132,34 @@ def parser() -> argparse.ArgumentParser:
         "--dry-run",
         action="store_true",
         help="model time from shapes alone: no weights, no inputs, no numerics",
+    )
+    r = p.add_argument_group("several processes (MPI: one rank per chip)")
+    r.add_argument(
+        "--mpi",
+        type=int,
+        metavar="N",
+        help="start N ranks (one per chip) with the installed mpiexec and run on them",
+    )
+    r.add_argument(
+        "--backend",
+        choices=("interp", "mpi"),
+        default="interp",
+        help="interp (default): one process; mpi: this process is one rank of an MPI world "
+        "(mpiexec -n N tp-run PROGRAM --backend mpi ...)",
+    )
+    r.add_argument(
+        "--relay",
+        choices=mpi_exec.RELAYS,
+        default="direct",
+        help="on MPI: direct (default): a chip sends each buffer straight to its receivers; "
+        "host: one more rank (the host) performs the relay's copies",
+    )
+    r.add_argument(
+        "--timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="with --mpi: stop the ranks after this long (default 600)",
     )
     p.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance of --check")
     p.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance of --check")
@@ -346,6 +382,10 @@ def _model(args: argparse.Namespace, module: ModuleOp) -> None:
 
 def _main(argv: Sequence[str] | None) -> int:
     args = parser().parse_args(argv)
+    if args.mpi is not None:
+        return _launch(args, list(sys.argv[1:] if argv is None else argv))
+    if args.backend == "mpi":
+        return _main_mpi(args)
     module = load_program(tp_context(), args.program)
     _warn_certificate(args.program, module)
     if args.machine or args.dry_run or args.report or args.trace or args.timeline:
@@ -369,11 +409,28 @@ def _main(argv: Sequence[str] | None) -> int:
     )
     if args.stats:
         print(format_stats(pipeline_stats(module)))
+    _write_outputs(args, outputs)
+    return _check(args, module, source, inputs, outputs)
+
+
+def _write_outputs(args: argparse.Namespace, outputs: Mapping[str, np.ndarray]) -> None:
+    """``--outputs``: the results by name, written whole or not at all."""
     if args.outputs:
         buffer = io.BytesIO()
         np.savez(buffer, **outputs)
         write_atomically(args.outputs, buffer.getvalue())
         print(f"wrote {len(outputs)} output(s) to {args.outputs}")
+
+
+def _check(
+    args: argparse.Namespace,
+    module: ModuleOp,
+    source: TensorSource,
+    inputs: Mapping[str, np.ndarray],
+    outputs: Mapping[str, np.ndarray],
+) -> int:
+    """``--check``/``--against``: 0 when every output is within tolerance of the unsharded
+    program's (run here on the same weights and inputs), 1 otherwise; 0 when not asked."""
     if not (args.check or args.against):
         return 0
     reference = _reference(args, module)
@@ -387,10 +444,192 @@ def _main(argv: Sequence[str] | None) -> int:
     return 0 if all(r.ok for r in rows) else 1
 
 
+def _strip_mpi(argv: list[str]) -> list[str]:
+    """``argv`` without ``--mpi N`` / ``--mpi=N`` (the ranks must not launch ranks)."""
+    out: list[str] = []
+    skip = False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "--mpi":
+            skip = True
+        elif not a.startswith("--mpi="):
+            out.append(a)
+    return out
+
+
+def _mpiexec() -> str:
+    """The mpiexec beside this Python (the ``mpich`` wheel's), else one on PATH."""
+    beside = Path(sys.executable).parent / "mpiexec"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("mpiexec")
+    if found is None:
+        raise UserError("cannot run on MPI: no mpiexec (install an MPI, e.g. pip install mpich)")
+    return found
+
+
+def _launch(args: argparse.Namespace, argv: list[str]) -> int:
+    """``--mpi N``: this command again under ``mpiexec -n N`` (one more rank for
+    ``--relay host``) with ``--backend mpi``, bounded by ``--timeout``; the ranks' output
+    passed on, their errors as one line."""
+    if args.mpi < 1:
+        raise UserError(f"--mpi {args.mpi}: give at least one rank")
+    if args.backend == "mpi":
+        raise UserError("--mpi starts its own ranks: give --mpi N or --backend mpi, not both")
+    mpi_exec.load_mpi()
+    ranks = args.mpi + (args.relay == "host")
+    cmd = [_mpiexec(), "-n", str(ranks), sys.executable, "-m", "tp_dialect.tools.tp_run"]
+    cmd += [*_strip_mpi(argv), "--backend", "mpi"]
+    with tempfile.TemporaryDirectory(prefix="tp-mpi-") as pids:
+        env = {**os.environ, mpi_exec.PID_DIR_ENV: pids}
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+            env=env,
+        )
+        try:
+            out, err = proc.communicate(timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise UserError(
+                f"the {ranks} MPI rank(s) did not finish within {args.timeout:g} s: stopped them"
+            ) from None
+        died = _who_died(out + err, pids, args.mpi if args.relay == "host" else None)
+    if proc.returncode != 0:  # mpiexec's own banner about a dead rank: said below in a line
+        out = "".join(line for line in out.splitlines(True) if not _HYDRA.match(line))
+    sys.stdout.write(out)
+    said = [line for line in dict.fromkeys(err.splitlines()) if line.startswith("tp-run:")]
+    errors = [line for line in said if "error:" in line]
+    for line in said:
+        if "error:" not in line:
+            print(line, file=sys.stderr)
+    if errors:
+        print(errors[0], file=sys.stderr)
+    if proc.returncode != 0:
+        if not errors:
+            print(
+                f"tp-run: error: {died or 'a rank ended without saying why'}: the MPI run "
+                f"stopped (mpiexec exit code {proc.returncode})",
+                file=sys.stderr,
+            )
+        return 1
+    return 0
+
+
+_HYDRA = re.compile(
+    r"^(=+|=   .*|YOUR APPLICATION TERMINATED.*|This typically refers.*|Please see the FAQ.*|\s*)$"
+)
+
+
+def _who_died(err: str, pids: str, host_rank: int | None) -> str | None:
+    """Which rank mpiexec reports dead in ``err`` and how ("rank 1 (chip 1) died: Killed
+    (signal 9)"), the rank found through the pid files in ``pids``; None when it says none."""
+    found = re.search(r"PID (\d+) RUNNING AT", err)
+    if found is None:
+        return None
+    how = re.search(r"EXIT STRING: (.+)", err)
+    reason = how.group(1).strip() if how else "it ended abnormally"
+    rank = mpi_exec.rank_of_pid(pids, int(found.group(1)))
+    if rank is None:
+        return f"process {found.group(1)} died: {reason}"
+    chip = "the host" if rank == host_rank else f"chip {rank}"
+    return f"rank {rank} ({chip}) died: {reason}"
+
+
+def _main_mpi(args: argparse.Namespace) -> int:
+    """``--backend mpi``: this process is one rank. Rank 0 prints, writes ``--outputs`` and
+    checks; an error on one rank is said by it (naming it) and aborts the world."""
+    mpi = mpi_exec.load_mpi()
+    comm = mpi.COMM_WORLD
+    rank = comm.Get_rank()
+    mpi_exec.record_rank(rank)
+    if args.machine or args.dry_run or args.report or args.trace or args.timeline:
+        raise UserError("--backend mpi runs the program: model it without --backend mpi")
+    given = (args.weights, args.random_weights, args.inputs, args.random_inputs)
+    if all(g is None for g in given):
+        raise UserError(
+            "give the arguments: --weights CKPT or --random-weights SEED, and/or "
+            "--inputs IN.npz or --random-inputs SEED"
+        )
+    try:
+        module = load_program(tp_context(), args.program)
+        if rank == 0:
+            _warn_certificate(args.program, module)
+        runnable = _per_chip(module, args.allreduce, rank == 0)
+        mpi_exec.check_world(runnable, comm.Get_size(), args.relay)
+    except Exception as err:  # alike on every rank: one says it, none aborts
+        if rank != 0:
+            return 1
+        raise err from None
+    t0 = time.perf_counter()
+    source: TensorSource | None = None
+
+    def open_source() -> TensorSource:
+        nonlocal source
+        source = _source(args, module)
+        return source
+
+    try:
+        run = mpi_exec.run_mpi(
+            runnable,
+            open_source,
+            lambda: _inputs(args, module),
+            args.storage,
+            args.relay,
+            comm,
+        )
+    except BaseException as err:
+        chip = "" if args.relay == "host" and rank == comm.Get_size() - 1 else f" (chip {rank})"
+        text = str(err) or type(err).__name__
+        print(f"tp-run: error: rank {rank}{chip}: {text}", file=sys.stderr, flush=True)
+        mpi_exec.abort(comm, 1)
+        return 1
+    if run is None:
+        return 0
+    elapsed = time.perf_counter() - t0
+    chips = comm.Get_size() - (args.relay == "host")
+    print(
+        f"ran {args.program} on {comm.Get_size()} MPI rank(s) ({chips} chip(s), relay "
+        f"{args.relay}{', storage semantics' if args.storage else ''}): {elapsed * 1e3:.1f} ms"
+    )
+    if args.stats:
+        print(mpi_exec.format_rank_stats(run.stats))
+    _write_outputs(args, run.outputs)
+    if not (args.check or args.against):
+        return 0
+    return _check(args, module, source or _source(args, module), _inputs(args, module), run.outputs)
+
+
+def _per_chip(module: ModuleOp, allreduce: str, say: bool) -> ModuleOp:
+    """``module`` as per-chip programs: itself, or a copy lowered to them (``say``: on
+    stderr, which passes ran)."""
+    if stage_of(module) == "programs":
+        return module
+    if allreduce not in AllReduceOp.ALGORITHMS:
+        raise UserError(
+            f"unknown all-reduce algorithm '{allreduce}' in --allreduce for MPI (one of "
+            f"{', '.join(AllReduceOp.ALGORITHMS)})"
+        )
+    passes = lowering_for(module, "relay", allreduce, "sn40l")
+    if say:
+        print(f"tp-run: lowering a copy to per-chip programs: {','.join(passes)}", file=sys.stderr)
+    copy = module.clone()
+    PassPipeline.parse_spec(TP_PASSES, ",".join(passes)).apply(tp_context(), copy)
+    return copy
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: 0 on success (and a passing check), 1 otherwise, never a traceback."""
     return run_tool(
-        "tp-run", _main, argv, (BindError, GenError, MachineError, ModelError, TpDiagnostic)
+        "tp-run",
+        _main,
+        argv,
+        (BindError, GenError, MachineError, ModelError, TpDiagnostic, mpi_exec.MpiError),
     )
 
 

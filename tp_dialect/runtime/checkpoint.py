@@ -21,10 +21,12 @@ from typing import Any, Protocol
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 
 from tp_dialect.analysis.manifest import ChipLoad, read_manifest
 from tp_dialect.analysis.values import uses_through_programs
 from tp_dialect.ops import ShardOp
+from tp_dialect.program_ops import ChipProgramOp
 from tp_dialect.runtime.arrays import slice_of
 from tp_dialect.signature import BindError, Port, entry_function, ports
 
@@ -98,7 +100,10 @@ class Placement:
 
 
 def place_weights(
-    module: ModuleOp, source: TensorSource, inputs: Mapping[str, Any] | None = None
+    module: ModuleOp,
+    source: TensorSource,
+    inputs: Mapping[str, Any] | None = None,
+    chip: int | None = None,
 ) -> Placement:
     """Load the arguments of ``module``, slicing what comes from ``source`` through the
     manifest: an argument read only by ``tp.shard`` ops (seen through chip programs) is read
@@ -109,6 +114,12 @@ def place_weights(
     ``inputs`` (an input found in both, alike in shape, is taken from ``inputs``), and
     `Placement.values` binds them all. A port is looked up by its name, then its alias.
 
+    With ``chip`` (per-chip programs, one process per chip), only what chip ``chip`` reads
+    is loaded: its own ``tp.shard`` slices and the arguments its program (or, for chip 0,
+    which runs the host's statements, a host statement) reads; every other argument from
+    ``source`` is bound to a zero-stride placeholder, never read nor looked up. Without it
+    (the default) every chip's share is loaded.
+
     Raises BindError naming an argument found nowhere, one of the wrong shape in the
     checkpoint (expected vs found), or one in both with different shapes.
     """
@@ -117,6 +128,13 @@ def place_weights(
     loads_by_op = {ld.op: ld for ld in read_manifest(module).loads}
     placement = Placement()
     for port, arg in zip(ins, func.body.block.args, strict=True):
+        readers = [use.operation for use in uses_through_programs(arg)]
+        if chip is not None:
+            readers = [op for op in readers if _reads_for(op, chip)]
+            given = None if inputs is None else port.key_in(inputs)
+            if not readers and given is None:
+                placement.values[port.name] = _placeholder(port)
+                continue
         key = _key_in_source(port, source)
         if inputs is None:
             if port.role != "weight":
@@ -132,7 +150,6 @@ def place_weights(
                 raise BindError(_nowhere(port))
             _check_shape(port, source.shape(key))
         assert key is not None
-        readers = [use.operation for use in uses_through_programs(arg)]
         loads = [loads_by_op[op] for op in readers if isinstance(op, ShardOp) and op in loads_by_op]
         if loads and len(loads) == len(readers):
             # Shards that cut the same slice (say, each chip's copy of a replicated weight)
@@ -144,12 +161,31 @@ def place_weights(
                 if cut not in read:
                     read[cut] = _load_slice(source, key, load, port)
                 placement.placed[load.op] = read[cut]
-            placement.values[port.name] = np.broadcast_to(
-                np.zeros((), port.numpy_dtype), port.shape
-            )
+            placement.values[port.name] = _placeholder(port)
         else:
             placement.values[port.name] = np.asarray(source.whole(key), dtype=port.numpy_dtype)
     return placement
+
+
+def _placeholder(port: Port) -> np.ndarray:
+    """A zero-stride stand-in for an argument never read whole: it costs no memory."""
+    return np.broadcast_to(np.zeros((), port.numpy_dtype), port.shape)
+
+
+def _reader_chip(op: Operation) -> int | None:
+    """The chip whose program ``op`` is in; None for a host statement."""
+    current: Operation | None = op
+    while current is not None:
+        if isinstance(current, ChipProgramOp):
+            return current.chip_index
+        current = current.parent_op()
+    return None
+
+
+def _reads_for(op: Operation, chip: int) -> bool:
+    """Whether ``op`` is read on chip ``chip``'s behalf (host statements: chip 0's)."""
+    owner = _reader_chip(op)
+    return owner == chip or (owner is None and chip == 0)
 
 
 def _key_in_source(port: Port, source: TensorSource) -> str | None:

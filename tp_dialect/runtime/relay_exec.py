@@ -179,8 +179,35 @@ def run_linked(
             runners[step.dst].inbox[step.tensor] = _kept(src[step.tensor], storage)
         else:
             runners[step.chip].run_to(step.halt)
+    finished = {chip: runner.outputs for chip, runner in runners.items()}
+    return _host_statements(host, func, programs, finished)
+
+
+def host_results(
+    module: ModuleOp,
+    func: FuncOp,
+    args: Sequence[Any],
+    finished: dict[int, tuple[Any, ...] | None],
+    placed: dict[ShardOp, np.ndarray] | None = None,
+    storage: bool = False,
+) -> tuple[Any, ...]:
+    """``func``'s results once its chip programs have run elsewhere (``finished[c]``: chip
+    c's ``tp.finish`` values): the host's statements run on them and on ``args``, as
+    `run_linked` ends; raises InterpretationError naming a chip that did not finish."""
+    host = _interpreter(module, placed, storage)
+    host.set_values(zip(func.body.block.args, args, strict=True))
+    programs = [op for op in func.body.block.ops if isinstance(op, ChipProgramOp)]
+    return _host_statements(host, func, programs, finished)
+
+
+def _host_statements(
+    host: Interpreter,
+    func: FuncOp,
+    programs: list[ChipProgramOp],
+    finished: dict[int, tuple[Any, ...] | None],
+) -> tuple[Any, ...]:
     for program in programs:
-        outputs = runners[program.chip_index].outputs
+        outputs = finished.get(program.chip_index)
         if outputs is None:
             raise InterpretationError(f"the relay never ran chip {program.chip_index} to its end")
         host.set_values(zip(program.outputs, outputs, strict=True))

@@ -1,0 +1,193 @@
+"""Per-chip programs on real MPI ranks (rank c = chip c): the single-process interpreter's
+results, bitwise for fold and oneshot; and every fault one line, exit 1, no hang, no output.
+
+Each MPI run is a subprocess bounded by a timeout; they are few and small (mpiexec takes a
+fraction of a second to start, and the machine may have two cores for four ranks).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from ir_helpers import apply
+from programs import program, tiny
+from safetensors.numpy import save_file
+
+from tp_dialect.frontend.qwen3 import generate
+from tp_dialect.runtime.checkpoint import MemorySource, place_weights, random_inputs, random_weights
+from tp_dialect.runtime.mpi_exec import TEST_EXIT_ENV
+from tp_dialect.runtime.reference import run_program
+from tp_dialect.tools.source import load_program
+from tp_dialect.universe import tp_context
+
+pytest.importorskip("mpi4py")
+
+BIN = Path(sys.executable).parent
+MLP = Path(__file__).resolve().parent.parent / "examples" / "megatron_mlp.mlir"
+TIMEOUT = 120
+
+
+def tp_run(*args: object, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN / "tp-run"), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env=None if env is None else {**os.environ, **env},
+    )
+
+
+def one_error(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    lines = [
+        ln
+        for ln in proc.stderr.splitlines()
+        if not ln.startswith(("tp-run: warning", "tp-run: lowering"))
+    ]
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+def qwen3_files(tmp_path: Path, chips: int) -> tuple[Path, Path, Path, dict[str, np.ndarray]]:
+    """The tiny 2-layer source program for ``chips``, its checkpoint and inputs files."""
+    cfg = tiny(chips=chips, layers=2)
+    module = program(cfg)
+    src = tmp_path / "src.mlir"
+    src.write_text(generate(cfg))
+    weights = random_weights(module, 1)
+    ckpt, inputs = tmp_path / "w.safetensors", tmp_path / "in.npz"
+    save_file(weights, str(ckpt))
+    np.savez(inputs, **random_inputs(module, 2, 3))
+    return src, ckpt, inputs, weights
+
+
+def interpreted(
+    src: Path, weights: dict[str, np.ndarray], inputs: Path, spec: str
+) -> dict[str, np.ndarray]:
+    """The single-process interpreter's results of ``src`` lowered by ``spec``."""
+    module = load_program(tp_context(), str(src))
+    apply(module, spec)
+    with np.load(inputs) as data:
+        given = {k: data[k] for k in data.files}
+    placement = place_weights(module, MemorySource(weights), given)
+    return run_program(module, placement.values, placement.placed)
+
+
+@pytest.mark.parametrize(
+    ("chips", "allreduce", "relay"),
+    [
+        (1, "fold", "direct"),
+        (2, "oneshot", "direct"),
+        (2, "fold", "host"),
+        (4, "twoshot", "direct"),
+    ],
+)
+def test_qwen3_on_ranks_matches_the_interpreter(
+    tmp_path: Path, chips: int, allreduce: str, relay: str
+) -> None:
+    src, ckpt, inputs, weights = qwen3_files(tmp_path, chips)
+    out = tmp_path / "out.npz"
+    proc = tp_run(
+        src,
+        "--weights",
+        ckpt,
+        "--inputs",
+        inputs,
+        "--outputs",
+        out,
+        "--mpi",
+        chips,
+        "--allreduce",
+        allreduce,
+        "--relay",
+        relay,
+        "--stats",
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "lowering a copy to per-chip programs" in proc.stderr
+    ranks = chips + (relay == "host")
+    assert f"on {ranks} MPI rank(s)" in proc.stdout
+    assert "peak RSS" in proc.stdout
+    spec = f"tp-relocate{{allreduce={allreduce}}},tp-transfers,tp-link-points"
+    want = interpreted(src, weights, inputs, spec)
+    with np.load(out) as got:
+        assert sorted(got.files) == sorted(want)
+        for name, value in want.items():
+            if allreduce == "twoshot":
+                np.testing.assert_allclose(got[name], value, rtol=1e-5, atol=1e-6)
+            else:
+                assert np.array_equal(got[name], value), name  # bitwise
+
+
+def test_four_ranks_fold_bitwise_with_check(tmp_path: Path) -> None:
+    src, ckpt, inputs, weights = qwen3_files(tmp_path, 4)
+    out = tmp_path / "out.npz"
+    proc = tp_run(
+        src, "--weights", ckpt, "--inputs", inputs, "--outputs", out, "--mpi", 4, "--check"
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "check against the unsharded program" in proc.stdout
+    want = interpreted(src, weights, inputs, "tp-relocate,tp-transfers,tp-link-points")
+    with np.load(out) as got:
+        assert all(np.array_equal(got[k], v) for k, v in want.items())
+
+
+def test_megatron_mlp_under_an_existing_launcher(tmp_path: Path) -> None:
+    """``mpiexec -n 2 tp-run PROGRAM --backend mpi``, every tensor in one npz."""
+    rng = np.random.default_rng(0)
+    values = {
+        "x": rng.standard_normal((1, 8)),
+        "gate": rng.standard_normal((16, 8)),
+        "up": rng.standard_normal((16, 8)),
+        "down": rng.standard_normal((8, 16)),
+    }
+    inputs, want, got = tmp_path / "in.npz", tmp_path / "want.npz", tmp_path / "got.npz"
+    np.savez(inputs, **{k: v.astype(np.float32) for k, v in values.items()})
+    assert tp_run(MLP, "--inputs", inputs, "--outputs", want).returncode == 0
+    cmd = [str(BIN / "mpiexec"), "-n", "2", str(BIN / "tp-run"), str(MLP)]
+    cmd += ["--inputs", str(inputs), "--outputs", str(got), "--backend", "mpi"]
+    cmd += ["--allreduce", "oneshot"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with np.load(want) as a, np.load(got) as b:
+        assert a.files == b.files
+        assert all(np.array_equal(a[k], b[k]) for k in a.files)
+
+
+def test_a_tensor_missing_on_a_rank_is_one_line(tmp_path: Path) -> None:
+    src, _, inputs, weights = qwen3_files(tmp_path, 2)
+    ckpt, out = tmp_path / "bad.safetensors", tmp_path / "out.npz"
+    save_file({k: v for k, v in weights.items() if "layers.1.mlp.down" not in k}, str(ckpt))
+    proc = tp_run(src, "--weights", ckpt, "--inputs", inputs, "--outputs", out, "--mpi", 2)
+    line = one_error(proc)
+    assert line.startswith("tp-run: error: rank ")
+    assert "checkpoint has no tensor 'model.layers.1.mlp.down_proj.weight'" in line
+    assert not out.exists()
+
+
+def test_a_rank_killed_mid_step_ends_the_run(tmp_path: Path) -> None:
+    src, ckpt, inputs, _ = qwen3_files(tmp_path, 2)
+    out = tmp_path / "out.npz"
+    args = (src, "--weights", ckpt, "--inputs", inputs, "--outputs", out, "--mpi", 2)
+    proc = tp_run(*args, env={TEST_EXIT_ENV: "1"})
+    line = one_error(proc)
+    assert line.startswith("tp-run: error: rank 1 (chip 1) died"), line
+    assert not out.exists()
+
+
+def test_a_wrong_world_size_is_one_line(tmp_path: Path) -> None:
+    src, ckpt, inputs, _ = qwen3_files(tmp_path, 2)
+    out = tmp_path / "out.npz"
+    proc = tp_run(src, "--weights", ckpt, "--inputs", inputs, "--outputs", out, "--mpi", 3)
+    line = one_error(proc)
+    assert line == (
+        "tp-run: error: world size 3 does not fit the program: it has 2 chip(s), "
+        "so it runs on 2 rank(s)"
+    )
+    assert not out.exists()

@@ -1,0 +1,355 @@
+"""Per-chip programs run on MPI ranks: rank c is chip c (mpi4py over MPICH).
+
+Every rank parses the same module and runs only its own ``tp.chip_program`` on a
+`ChipRunner`, with only its own weights: its ``tp.shard`` slices, read lazily from the
+checkpoint, and the spine weights its program reads (`place_weights` with ``chip``). The
+inputs are read on rank 0 and broadcast. At each ``tp.link`` a rank posts what the halt sends
+and receives what it receives, then resumes:
+
+* ``relay="direct"``: each sent buffer goes straight to every rank whose program receives it
+  (a non-blocking ``Isend`` of the contiguous bytes, tagged by the buffer name's number).
+* ``relay="host"``: one more rank (rank N, the host) performs the relay's ``tp.copy`` steps
+  in their order: it receives each buffer once from the chip that sends it and sends it to
+  every chip the relay copies it to; chips send to and receive from the host only.
+
+Every all-reduce (fold, oneshot, twoshot, ring) reaches per-chip programs already spelled as
+links and the chips' own sections, so the sums happen in the same order as on the
+interpreter: the results are bitwise those of `run_linked`. The chips' ``tp.finish`` values
+are gathered to rank 0, which runs the host's statements (``tp.unshard`` ...) on them.
+
+Test hook: with ``TP_MPI_TEST_EXIT_RANK=R`` in the environment, rank R kills itself
+(``SIGKILL``) on arriving at its first halt, as a rank killed mid-step would. With
+``TP_MPI_PID_DIR=D`` (set by ``tp-run --mpi``), each rank writes its rank into ``D/<pid>``, so
+the launcher can name the rank behind a process mpiexec reports dead.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Attribute, BlockArgument
+
+from tp_dialect.analysis.programs import check_programs, index_programs
+from tp_dialect.analysis.relay import Copy
+from tp_dialect.dtypes import numpy_dtype
+from tp_dialect.program_ops import ChipProgramOp, LinkOp
+from tp_dialect.runtime.checkpoint import TensorSource, place_weights
+from tp_dialect.runtime.reference import bind
+from tp_dialect.runtime.relay_exec import ChipRunner, host_results, relay_steps
+from tp_dialect.signature import entry_function, ports
+
+RELAYS: tuple[str, ...] = ("direct", "host")
+TEST_EXIT_ENV = "TP_MPI_TEST_EXIT_RANK"
+PID_DIR_ENV = "TP_MPI_PID_DIR"
+
+
+def record_rank(rank: int) -> None:
+    """With ``TP_MPI_PID_DIR`` set, ``rank`` written to a file named by this process's id."""
+    directory = os.environ.get(PID_DIR_ENV)
+    if directory:
+        with open(os.path.join(directory, str(os.getpid())), "w") as f:
+            f.write(str(rank))
+
+
+def rank_of_pid(directory: str, pid: int) -> int | None:
+    """The rank that `record_rank` recorded for process ``pid`` in ``directory``, if any."""
+    try:
+        with open(os.path.join(directory, str(pid))) as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return None
+
+
+class MpiError(Exception):
+    """A one-line error of an MPI run. ``everywhere``: every rank raised it alike (a wrong
+    world size), so one rank says it and none needs to abort the others."""
+
+    def __init__(self, message: str, everywhere: bool = False) -> None:
+        super().__init__(message)
+        self.everywhere = everywhere
+
+
+def load_mpi() -> ModuleType:
+    """mpi4py's ``MPI`` module, initialised; raises MpiError (one line) when it is missing."""
+    try:
+        from mpi4py import MPI
+    except ImportError as err:
+        raise MpiError(
+            f"cannot run on MPI: {err} (install mpi4py and an MPI, e.g. pip install mpich mpi4py)"
+        ) from None
+    return MPI
+
+
+@dataclass(frozen=True)
+class RankStats:
+    """What one rank spent: weights it loaded, its peak memory, its time."""
+
+    rank: int
+    chip: int | None  # None: the host rank of relay=host
+    weight_bytes: int
+    peak_rss_bytes: int
+    compute_s: float
+    comm_s: float  # sending, receiving and waiting for what it receives
+    sent_bytes: int
+    received_bytes: int
+
+
+def format_rank_stats(stats: list[RankStats]) -> str:
+    """A table of ``stats``, one row per rank, and what each column means."""
+    rows = ["rank  chip  weights loaded  peak RSS     compute    comm+wait  sent       received"]
+    for s in stats:
+        chip = "host" if s.chip is None else str(s.chip)
+        rows.append(
+            f"{s.rank:<5} {chip:<5} {_mb(s.weight_bytes):>14}  {_mb(s.peak_rss_bytes):>11}"
+            f"  {s.compute_s * 1e3:>7.1f} ms  {s.comm_s * 1e3:>6.1f} ms  "
+            f"{_mb(s.sent_bytes):>9}  {_mb(s.received_bytes):>9}"
+        )
+    return "\n".join(rows)
+
+
+def _mb(n: int) -> str:
+    """``n`` bytes in the largest unit that keeps it at 1 or more (decimal units)."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{n} B"
+
+
+@dataclass
+class MpiRun:
+    """Rank 0's view of the run: the program's results by name and every rank's stats."""
+
+    outputs: dict[str, np.ndarray]
+    stats: list[RankStats]
+
+
+def check_world(module: ModuleOp, size: int, relay: str) -> int:
+    """The number of chips of ``module``'s per-chip programs, once a world of ``size`` ranks
+    fits them (one per chip, plus the host for ``relay="host"``); raises MpiError
+    (``everywhere``) otherwise, before anything is loaded."""
+    if relay not in RELAYS:
+        raise MpiError(f"unknown relay '{relay}' (one of {', '.join(RELAYS)})", everywhere=True)
+    func = entry_function(module)
+    chips = sorted(op.chip_index for op in func.body.block.ops if isinstance(op, ChipProgramOp))
+    if not chips:
+        raise MpiError("the program has no per-chip programs to run on ranks", everywhere=True)
+    if chips != list(range(len(chips))):
+        raise MpiError(f"the programs' chips {chips} are not 0..{len(chips) - 1}", everywhere=True)
+    want = len(chips) + (relay == "host")
+    if size != want:
+        host = " plus the host rank (--relay host)" if relay == "host" else ""
+        raise MpiError(
+            f"world size {size} does not fit the program: it has {len(chips)} chip(s){host}, "
+            f"so it runs on {want} rank(s)",
+            everywhere=True,
+        )
+    return len(chips)
+
+
+class _Wire:
+    """Point-to-point transfers of named buffers: bytes for tensors, pickles otherwise."""
+
+    def __init__(self, comm: Any, mpi: ModuleType, names: list[str]) -> None:
+        self.comm, self.mpi = comm, mpi
+        self.tags = {name: i for i, name in enumerate(sorted(names))}
+        bound = comm.Get_attr(mpi.TAG_UB)
+        if bound is not None and len(self.tags) > bound:
+            raise MpiError(f"{len(self.tags)} buffer names exceed MPI's {bound} tags")
+        self.requests: list[Any] = []
+        self.keep: list[Any] = []  # buffers alive until their sends complete
+        self.seconds = 0.0
+        self.sent = 0
+        self.received = 0
+
+    def send(self, name: str, value: Any, type_: Attribute, dest: int) -> None:
+        t0 = time.perf_counter()
+        tag = self.tags[name]
+        if isinstance(type_, TensorType):
+            data = np.ascontiguousarray(value, dtype=numpy_dtype(type_.element_type))
+            raw = data.reshape(-1).view(np.uint8)
+            self.keep.append(raw)
+            self.requests.append(self.comm.Isend([raw, self.mpi.BYTE], dest=dest, tag=tag))
+            self.sent += raw.nbytes
+        else:
+            self.requests.append(self.comm.isend(value, dest=dest, tag=tag))
+        self.seconds += time.perf_counter() - t0
+
+    def recv(self, name: str, type_: Attribute, source: int) -> Any:
+        t0 = time.perf_counter()
+        tag = self.tags[name]
+        if isinstance(type_, TensorType):
+            shape = tuple(type_.get_shape())
+            value: Any = np.empty(shape, numpy_dtype(type_.element_type))
+            raw = value.reshape(-1).view(np.uint8)
+            self.comm.Recv([raw, self.mpi.BYTE], source=source, tag=tag)
+            self.received += raw.nbytes
+        else:
+            value = self.comm.recv(source=source, tag=tag)
+        self.seconds += time.perf_counter() - t0
+        return value
+
+    def drain(self) -> None:
+        t0 = time.perf_counter()
+        self.mpi.Request.Waitall(self.requests)
+        self.requests.clear()
+        self.keep.clear()
+        self.seconds += time.perf_counter() - t0
+
+
+def _peak_rss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+
+
+def run_mpi(
+    module: ModuleOp,
+    source: Callable[[], TensorSource],
+    inputs: Callable[[], Mapping[str, np.ndarray]],
+    storage: bool = False,
+    relay: str = "direct",
+    comm: Any = None,
+) -> MpiRun | None:
+    """``module``'s per-chip programs run with rank c as chip c (``relay="host"``: and the
+    relay's copies on rank N): on rank 0 the program's results by name (bitwise those of the
+    single-process interpreter) and every rank's stats, None on the other ranks. ``inputs``
+    is called on rank 0 only (its values are broadcast); ``source`` on chip ranks, each of
+    which loads only its own share. A world that does not fit the programs raises MpiError
+    (``everywhere``) on every rank before anything is loaded; any other error is its rank's
+    own, and the caller must abort the world (`abort`)."""
+    mpi = load_mpi()
+    comm = mpi.COMM_WORLD if comm is None else comm
+    rank = comm.Get_rank()
+    chips = check_world(module, comm.Get_size(), relay)
+    func = entry_function(module)
+    check_programs(func)
+    index = index_programs(func)
+    wire = _Wire(comm, mpi, list(index.sent))
+    given = inputs() if rank == 0 else None
+    t0 = time.perf_counter()
+    given = comm.bcast(given, root=0)
+    wire.seconds += time.perf_counter() - t0
+    host_rank = chips if relay == "host" else None
+    compute = 0.0
+    weight_bytes = 0
+    finished: tuple[Any, ...] | None = None
+    args: list[Any] = []
+    placed: dict[Any, np.ndarray] = {}
+    if rank == host_rank:
+        _host_relay(func, index, wire)
+    else:
+        t0 = time.perf_counter()
+        placement = place_weights(module, source(), given, chip=rank)
+        ins, _ = ports(func)
+        args = bind(ins, placement.values)
+        placed = placement.placed
+        weight_bytes = placement.placed_bytes + sum(
+            np.asarray(v).nbytes
+            for port, v in zip(ins, args, strict=True)
+            if port.key_in(given) is None and not _placeholder(v)
+        )
+        program = index.programs[rank]
+        own = []
+        for v in program.inputs:
+            assert isinstance(v, BlockArgument)
+            own.append(args[v.index])
+        runner = ChipRunner(module, program, own, placed, storage)
+        compute += time.perf_counter() - t0
+        compute += _run_chip(runner, program, index, wire, host_rank)
+        finished = runner.outputs
+    wire.drain()
+    stats = RankStats(
+        rank,
+        None if rank == host_rank else rank,
+        weight_bytes,
+        _peak_rss(),
+        compute,
+        wire.seconds,
+        wire.sent,
+        wire.received,
+    )
+    gathered = comm.gather((finished, stats), root=0)
+    if rank != 0:
+        return None
+    assert gathered is not None
+    by_chip = {c: gathered[c][0] for c in range(chips)}
+    results = host_results(module, func, args, by_chip, placed, storage)
+    _, outs = ports(func)
+    named = {
+        port.name: np.asarray(r, dtype=port.numpy_dtype)
+        for port, r in zip(outs, results, strict=True)
+    }
+    return MpiRun(named, [s for _, s in gathered])
+
+
+def _placeholder(value: Any) -> bool:
+    """Whether ``value`` is a zero-stride stand-in for an argument this rank never reads."""
+    return isinstance(value, np.ndarray) and value.ndim > 0 and not any(value.strides)
+
+
+def _run_chip(
+    runner: ChipRunner,
+    program: ChipProgramOp,
+    index: Any,
+    wire: _Wire,
+    host_rank: int | None,
+) -> float:
+    """Run ``runner`` to its end, trading buffers at each of its halts; its compute time."""
+    chip = runner.chip
+    links = [op for op in program.body.block.ops if isinstance(op, LinkOp)]
+    later = [link.halt for link in links if link.halt != 0]
+    receivers: dict[str, list[int]] = {}
+    for c, names in index.received.items():
+        for name in names:
+            receivers.setdefault(name, []).append(c)
+    die = os.environ.get(TEST_EXIT_ENV) == str(chip)
+    compute = 0.0
+    for halt in [*later, None]:
+        standing = runner.standing
+        if standing is not None:
+            for name, result in zip(standing.receives, standing.received, strict=True):
+                src = index.sent[name].chip if host_rank is None else host_rank
+                runner.inbox[name] = wire.recv(name, result.type, src)
+        t0 = time.perf_counter()
+        runner.run_to(-1 if halt is None else halt)
+        compute += time.perf_counter() - t0
+        if die:  # the test hook: a rank killed mid-step
+            os.kill(os.getpid(), signal.SIGKILL)
+            os._exit(9)
+        arrived = runner.standing
+        if halt is None or arrived is None:
+            break
+        for name, value in zip(arrived.sends, arrived.sent, strict=True):
+            dests = sorted(receivers.get(name, [])) if host_rank is None else [host_rank]
+            for dest in dests:
+                wire.send(name, runner.outbox[name], value.type, dest)
+            runner.outbox.pop(name, None)
+    if runner.outputs is None:
+        raise MpiError(f"chip {chip} did not reach its tp.finish")
+    return compute
+
+
+def _host_relay(func: Any, index: Any, wire: _Wire) -> None:
+    """The host rank's part of relay=host: each ``tp.copy`` in the relay's order, a buffer
+    received once from the chip that sends it and sent on to each chip it is copied to."""
+    held: dict[str, Any] = {}
+    for step in relay_steps(func):
+        if not isinstance(step, Copy):
+            continue  # run_to: the chips run themselves, as their receives arrive
+        type_ = index.sent[step.tensor].type
+        if step.tensor not in held:
+            held[step.tensor] = wire.recv(step.tensor, type_, step.src)
+        wire.send(step.tensor, held[step.tensor], type_, step.dst)
+
+
+def abort(comm: Any = None, code: int = 1) -> None:
+    """End every rank of the world now (after this rank has said why): ``MPI_Abort``."""
+    mpi = load_mpi()
+    (mpi.COMM_WORLD if comm is None else comm).Abort(code)
