@@ -62,6 +62,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--matmul", type=int, default=1024, help="side of the square matmul")
     p.add_argument("--message-mb", type=float, default=4, help="ping-pong bandwidth message")
     p.add_argument("--repeat", type=int, default=5, help="timed runs per figure (best kept)")
+    p.add_argument(
+        "--ranks", type=int, default=1, help="chips = this many MPI ranks sharing the machine"
+    )
     p.add_argument("--timeout", type=float, default=60.0, help="ping-pong timeout, seconds")
     return p
 
@@ -80,6 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             message_bytes=int(args.message_mb * (1 << 20)),
             repeat=args.repeat,
             timeout=args.timeout,
+            ranks=args.ranks,
         )
         print(format_figures(figures))
         write_atomically(args.output, json.dumps(local_machine(figures), indent=1) + "\n")
@@ -87,8 +91,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (CalibrationError, MachineError, OSError) as err:
         print(f"calibrate: error: {err}", file=sys.stderr)
         return 1
-    print(f"wrote {args.output} (machine '{machine.name}'); the interpreter's per-op overhead")
-    print("is not a machine field: it is printed above, not written")
+    print(
+        f"wrote {args.output} (machine '{machine.name}', a chip = one of {args.ranks} rank(s) "
+        "sharing this machine)"
+    )
     return 0
 
 

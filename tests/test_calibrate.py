@@ -20,10 +20,9 @@ from tp_dialect.runtime.calibrate import (
     local_machine,
     measure_local,
     measure_pingpong,
+    measure_stream,
 )
 from tp_dialect.tools import tp_run
-
-pytest.importorskip("mpi4py")
 
 # By path: xDSL installs a top-level ``benchmarks`` package that shadows the repository's
 # under pytest (``python -m benchmarks.calibrate`` from the repository root finds ours).
@@ -41,6 +40,7 @@ TINY = {
     "matmul_side": 32,
     "message_bytes": 1 << 12,
     "iters": 5,
+    "stream_shape": (64, 256),
     "repeat": 2,
     "timeout": 60.0,
 }
@@ -162,3 +162,14 @@ def test_cli_reports_missing_mpi_in_one_line(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "MPI unavailable" in err
     assert not out.exists()
+
+
+def test_ranks_streaming_at_once_each_report_a_rate(tmp_path: Path) -> None:
+    """One and two ranks streaming a weight at once each give a positive finite rate (how
+    they compare depends on the load of the machine, so it is not asserted); no launcher is
+    a one-line CalibrationError."""
+    for ranks in (1, 2):
+        rate = measure_stream(ranks, k=256, n=4096, repeat=3)
+        assert 0 < rate and math.isfinite(rate), ranks
+    with pytest.raises(CalibrationError, match="MPI unavailable: no mpiexec at"):
+        measure_stream(2, mpiexec=str(tmp_path / "nope"), k=8, n=8, repeat=1)

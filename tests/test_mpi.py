@@ -25,8 +25,6 @@ from tp_dialect.runtime.reference import run_program
 from tp_dialect.tools.source import load_program
 from tp_dialect.universe import tp_context
 
-pytest.importorskip("mpi4py")
-
 BIN = Path(sys.executable).parent
 MLP = Path(__file__).resolve().parent.parent / "examples" / "megatron_mlp.mlir"
 TIMEOUT = 120

@@ -483,6 +483,11 @@ def _launch(args: argparse.Namespace, argv: list[str]) -> int:
     cmd += [*_strip_mpi(argv), "--backend", "mpi"]
     with tempfile.TemporaryDirectory(prefix="tp-mpi-") as pids:
         env = {**os.environ, mpi_exec.PID_DIR_ENV: pids}
+        # Ranks share this machine's cores: numpy's BLAS threads per rank, unless the user
+        # chose, so that N ranks do not oversubscribe the cores N-fold.
+        threads = str(max(1, (os.cpu_count() or 1) // ranks))
+        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            env.setdefault(var, threads)
         proc = subprocess.Popen(
             cmd,
             stdout=subprocess.PIPE,

@@ -161,28 +161,50 @@ def measure_pingpong(
     """Link figures between two MPI ranks, or CalibrationError with a one-line reason:
     ``latency`` (s, half an 8-byte round trip), ``bandwidth`` (B/s, a ``large``-byte message
     over half its round trip) and ``barrier`` (s, one barrier of the two ranks)."""
+    args = ["--pingpong", "--large", str(large), "--iters", str(iters)]
+    return _run_ranks(2, args, mpiexec, timeout, "ping-pong")
+
+
+def measure_stream(
+    ranks: int = 1,
+    mpiexec: str | None = None,
+    k: int = 4096,
+    n: int = 12288,
+    repeat: int = 5,
+    timeout: float = 60.0,
+) -> float:
+    """The rate (B/s) at which each of ``ranks`` MPI ranks on this machine streams a decode
+    weight while all do at once (``x @ w.T``, ``w`` an ``[n, k]`` f32 matrix, as the
+    interpreter reads a ``[out, in]`` weight; each rank with cores/ranks BLAS threads, as
+    ``tp-run --mpi`` gives them): a chip's memory bandwidth when ranks are its chips and
+    share the node's memory. The slowest rank's rate; CalibrationError when MPI fails."""
+    threads = str(max(1, (os.cpu_count() or 1) // ranks))
+    env = {var: threads for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+    args = ["--stream", "--k", str(k), "--n", str(n), "--iters", str(repeat)]
+    return _run_ranks(ranks, args, mpiexec, timeout, "memory stream", env)["bandwidth"]
+
+
+def _run_ranks(
+    ranks: int,
+    args: list[str],
+    mpiexec: str | None,
+    timeout: float,
+    what: str,
+    env: dict[str, str] | None = None,
+) -> dict[str, float]:
+    """This module's rank side run on ``ranks`` ranks with ``args``: the JSON figures rank 0
+    prints, or CalibrationError with a one-line reason."""
     exe = mpiexec or default_mpiexec()
-    cmd = [
-        exe,
-        "-n",
-        "2",
-        sys.executable,
-        "-m",
-        "tp_dialect.runtime.calibrate",
-        "--pingpong",
-        "--large",
-        str(large),
-        "--iters",
-        str(iters),
-    ]
+    cmd = [exe, "-n", str(ranks), sys.executable, "-m", "tp_dialect.runtime.calibrate", *args]
     try:
-        # A session of its own: on a timeout the launcher and both ranks are killed together.
+        # A session of its own: on a timeout the launcher and its ranks are killed together.
         proc = subprocess.Popen(
             cmd,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,
+            env={**os.environ, **(env or {})},
         )
     except FileNotFoundError:
         raise CalibrationError(f"MPI unavailable: no mpiexec at '{exe}'") from None
@@ -194,15 +216,35 @@ def measure_pingpong(
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
-        raise CalibrationError(f"MPI ping-pong timed out after {timeout:g} s ({exe})") from None
+        raise CalibrationError(f"MPI {what} timed out after {timeout:g} s ({exe})") from None
     if proc.returncode != 0:
         lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
         reason = lines[-1] if lines else f"exit code {proc.returncode}"
-        raise CalibrationError(f"MPI ping-pong failed ({exe}): {reason}")
+        raise CalibrationError(f"MPI {what} failed ({exe}): {reason}")
     for line in reversed(stdout.splitlines()):
         if line.startswith("{"):
-            return {k: float(v) for k, v in json.loads(line).items()}
-    raise CalibrationError(f"MPI ping-pong printed no figures ({exe})")
+            return {key: float(v) for key, v in json.loads(line).items()}
+    raise CalibrationError(f"MPI {what} printed no figures ({exe})")
+
+
+def _stream_rank(k: int, n: int, iters: int) -> None:
+    """The rank side of `measure_stream`: rank 0 prints the slowest rank's rate."""
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    rng = np.random.default_rng(comm.Get_rank())
+    w = rng.standard_normal((n, k), dtype=np.float32)
+    x = rng.standard_normal((1, k), dtype=np.float32)
+    best = math.inf
+    for _ in range(max(iters, 1) + 1):  # the first touches the pages
+        comm.Barrier()  # every rank streams at once
+        t0 = time.perf_counter()
+        x @ w.T
+        best = min(best, time.perf_counter() - t0)
+    rates = comm.gather(w.nbytes / best, root=0)
+    if comm.Get_rank() == 0:
+        assert rates is not None
+        print(json.dumps({"bandwidth": min(rates)}), flush=True)
 
 
 def _pingpong_rank(large: int, iters: int) -> None:
@@ -286,15 +328,20 @@ def measure_local(
     iters: int = 50,
     repeat: int = 5,
     timeout: float = 60.0,
+    ranks: int = 1,
+    stream_shape: tuple[int, int] = (4096, 12288),
 ) -> dict[str, float]:
-    """Every figure of the local machine, each finite and positive, or CalibrationError (MPI
-    unavailable or failing): the fields `local_machine` writes and the raw figures behind them
-    (``interpreter_*``, copy/read/matvec)."""
+    """Every figure of the local machine whose chips are ``ranks`` MPI ranks sharing it, each
+    finite and positive, or CalibrationError (MPI unavailable or failing): the fields
+    `local_machine` writes and the raw figures behind them (``interpreter_*``,
+    copy/read/matvec). A chip's ``hbm_bandwidth`` is the rate each of ``ranks`` ranks streams
+    a weight at while all do (`measure_stream`): ranks share the node's memory."""
     bw = measure_bandwidth(memory_bytes, repeat)
     mm = measure_matmul(matvec_k, matvec_n, matmul_side, repeat)
     link = measure_pingpong(mpiexec, message_bytes, iters, timeout)
     interp = measure_interpreter(max(repeat // 2, 1))
-    hbm_bandwidth = max(bw["read"], mm["matvec_bytes"] / mm["matvec_seconds"])
+    k, n = stream_shape
+    hbm_bandwidth = measure_stream(ranks, mpiexec, k, n, repeat, timeout)
     peak = mm["matmul"]
     predicted = max(mm["matvec_flop_count"] / peak, mm["matvec_bytes"] / hbm_bandwidth)
     ram = total_ram()
@@ -343,11 +390,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The rank side of the ping-pong (``--pingpong``, run under ``mpiexec -n 2``)."""
     p = argparse.ArgumentParser(prog="python -m tp_dialect.runtime.calibrate")
     p.add_argument("--pingpong", action="store_true", help="run one rank of the ping-pong")
+    p.add_argument("--stream", action="store_true", help="run one rank of the memory stream")
+    p.add_argument("--k", type=int, default=4096, help="stream: the weight's input size")
+    p.add_argument("--n", type=int, default=12288, help="stream: the weight's output size")
     p.add_argument("--large", type=int, default=4 << 20, help="bandwidth message, bytes")
     p.add_argument("--iters", type=int, default=50)
     args = p.parse_args(argv)
+    if args.stream:
+        _stream_rank(args.k, args.n, args.iters)
+        return 0
     if not args.pingpong:
-        p.error("only --pingpong runs here; calibrate with python -m benchmarks.calibrate")
+        p.error(
+            "only --pingpong or --stream runs here; calibrate with python -m benchmarks.calibrate"
+        )
     _pingpong_rank(args.large, args.iters)
     return 0
 

@@ -97,7 +97,9 @@ class RankStats:
     chip: int | None  # None: the host rank of relay=host
     weight_bytes: int
     peak_rss_bytes: int
-    compute_s: float
+    load_s: float  # placing its weights and binding its inputs
+    step_s: float  # the step, every rank loaded to every rank done (the same on all ranks)
+    compute_s: float  # running its program
     comm_s: float  # sending, receiving and waiting for what it receives
     sent_bytes: int
     received_bytes: int
@@ -105,11 +107,15 @@ class RankStats:
 
 def format_rank_stats(stats: list[RankStats]) -> str:
     """A table of ``stats``, one row per rank, and what each column means."""
-    rows = ["rank  chip  weights loaded  peak RSS     compute    comm+wait  sent       received"]
+    rows = [
+        "rank  chip  weights loaded  peak RSS     load        step        compute    comm+wait"
+        "  sent       received"
+    ]
     for s in stats:
         chip = "host" if s.chip is None else str(s.chip)
         rows.append(
             f"{s.rank:<5} {chip:<5} {_mb(s.weight_bytes):>14}  {_mb(s.peak_rss_bytes):>11}"
+            f"  {s.load_s * 1e3:>7.1f} ms  {s.step_s * 1e3:>7.1f} ms"
             f"  {s.compute_s * 1e3:>7.1f} ms  {s.comm_s * 1e3:>6.1f} ms  "
             f"{_mb(s.sent_bytes):>9}  {_mb(s.received_bytes):>9}"
         )
@@ -237,14 +243,13 @@ def run_mpi(
     given = comm.bcast(given, root=0)
     wire.seconds += time.perf_counter() - t0
     host_rank = chips if relay == "host" else None
-    compute = 0.0
+    compute = load = 0.0
     weight_bytes = 0
     finished: tuple[Any, ...] | None = None
     args: list[Any] = []
     placed: dict[Any, np.ndarray] = {}
-    if rank == host_rank:
-        _host_relay(func, index, wire)
-    else:
+    runner: ChipRunner | None = None
+    if rank != host_rank:
         t0 = time.perf_counter()
         placement = place_weights(module, source(), given, chip=rank)
         ins, _ = ports(func)
@@ -261,15 +266,24 @@ def run_mpi(
             assert isinstance(v, BlockArgument)
             own.append(args[v.index])
         runner = ChipRunner(module, program, own, placed, storage)
-        compute += time.perf_counter() - t0
+        load = time.perf_counter() - t0
+    comm.Barrier()  # every rank loaded: the step starts together
+    t_step = time.perf_counter()
+    if runner is None:
+        _host_relay(func, index, wire)
+    else:
         compute += _run_chip(runner, program, index, wire, host_rank)
         finished = runner.outputs
     wire.drain()
+    comm.Barrier()  # the step ends when the last rank is done
+    step = time.perf_counter() - t_step
     stats = RankStats(
         rank,
         None if rank == host_rank else rank,
         weight_bytes,
         _peak_rss(),
+        load,
+        step,
         compute,
         wire.seconds,
         wire.sent,
