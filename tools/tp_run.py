@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.linalg import ops as linalg
 from xdsl.passes import PassPipeline
 
 from tp_dialect import certificate
@@ -64,6 +65,7 @@ from tp_dialect.runtime.model import (
     model,
     stage_of,
 )
+from tp_dialect.runtime.progress import reporting
 from tp_dialect.runtime.reference import run_program
 from tp_dialect.runtime.timeline import (
     Timeline,
@@ -235,10 +237,12 @@ def execute(
     """Bind every argument from ``source`` or ``inputs`` (what ``source`` holds sliced through
     the manifest), run (with ``storage``: under storage semantics); the results, load time
     and run time."""
-    t0 = time.perf_counter()
-    placement = place_weights(module, source, inputs)
-    t1 = time.perf_counter()
-    outputs = run_program(module, placement.values, placement.placed, storage)
+    total_ops = sum(isinstance(op, linalg.GenericOp) for op in module.walk())
+    with reporting(sys.stderr, total_ops):  # on a terminal, after 2 s: bytes, ops run
+        t0 = time.perf_counter()
+        placement = place_weights(module, source, inputs)
+        t1 = time.perf_counter()
+        outputs = run_program(module, placement.values, placement.placed, storage)
     return outputs, t1 - t0, time.perf_counter() - t1
 
 

@@ -28,6 +28,7 @@ from tp_dialect.analysis.values import uses_through_programs
 from tp_dialect.ops import ShardOp
 from tp_dialect.program_ops import ChipProgramOp
 from tp_dialect.runtime.arrays import slice_of
+from tp_dialect.runtime.progress import tick
 from tp_dialect.signature import BindError, Port, entry_function, ports
 
 
@@ -78,11 +79,14 @@ class SafetensorsSource:
         return tuple(self._file.get_slice(name).get_shape())
 
     def whole(self, name: str) -> np.ndarray:
-        return self._file.get_tensor(name)
+        tensor = self._file.get_tensor(name)
+        tick(loaded=tensor.nbytes)
+        return tensor
 
     def ranges(self, name: str, axis: int, ranges: Iterable[tuple[int, int]]) -> np.ndarray:
         view = self._file.get_slice(name)
         parts = [view[(slice(None),) * axis + (slice(s, s + n),)] for s, n in ranges]
+        tick(loaded=sum(p.nbytes for p in parts))
         return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=axis)
 
 

@@ -55,6 +55,7 @@ from tp_dialect.ops import (
 )
 from tp_dialect.runtime.arrays import slice_of
 from tp_dialect.runtime.linalg_exec import run_generic
+from tp_dialect.runtime.progress import tick
 from tp_dialect.runtime.scalar_ops import KERNEL_OPS, kernel_for, result_dtype
 
 _DYNAMIC = -(2**63)
@@ -169,7 +170,9 @@ class NumpyFunctions(InterpreterFunctions):
 
     @impl(linalg.GenericOp)
     def run_generic(self, interpreter: Interpreter, op: linalg.GenericOp, args: PythonValues):
-        return run_generic(interpreter, op, args)
+        results = run_generic(interpreter, op, args)
+        tick(ran=1)
+        return results
 
     @impl(linalg.IndexOp)
     def run_index(self, interpreter: Interpreter, op: linalg.IndexOp, args: PythonValues):
