@@ -60,3 +60,26 @@ def test_a_machine_that_dispatches_ops_one_by_one_pays_per_op() -> None:
     assert cost.time(sn40l) == roof
     slow = dataclasses.replace(sn40l, op_overhead=10e-6)
     assert cost.time(slow) == pytest.approx(roof + 20e-6)
+
+
+def test_an_update_copies_its_destination_only_where_the_machine_copies() -> None:
+    """A cache update writing 4 floats into a 64-float cache: 32 bytes in place (the entry
+    read and written); on a machine whose updates copy (value semantics), 512 bytes more."""
+    module = parse(
+        """
+builtin.module attributes {tp.chips = 1 : i64} {
+  func.func @f(%cache: tensor<16x4xf32>, %row: tensor<1x4xf32>) -> tensor<16x4xf32> {
+    %0 = tensor.insert_slice %row into %cache[3, 0] [1, 4] [1, 1]
+        : tensor<1x4xf32> into tensor<16x4xf32>
+    func.return %0 : tensor<16x4xf32>
+  }
+}
+"""
+    )
+    update = next(op for op in module.walk() if op.name == "tensor.insert_slice")
+    cost = op_cost(update)
+    assert (cost.bytes, cost.copied) == (32, 512)
+    sn40l = MACHINES["sn40l"]
+    assert cost.time(sn40l) == 32 / sn40l.hbm_bandwidth
+    copying = dataclasses.replace(sn40l, copies_updates=True)
+    assert cost.time(copying) == pytest.approx(544 / sn40l.hbm_bandwidth)

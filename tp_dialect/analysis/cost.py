@@ -37,14 +37,22 @@ class Cost:
     flops: float = 0.0
     bytes: float = 0.0
     ops: int = 0
+    copied: float = 0.0  # bytes an update copies first where updates are not in place
 
     def __add__(self, other: Cost) -> Cost:
-        return Cost(self.flops + other.flops, self.bytes + other.bytes, self.ops + other.ops)
+        return Cost(
+            self.flops + other.flops,
+            self.bytes + other.bytes,
+            self.ops + other.ops,
+            self.copied + other.copied,
+        )
 
     def time(self, machine: Machine) -> float:
-        """Roofline: bound by compute or by HBM bandwidth, whichever is slower, plus the
-        machine's overhead per op (none on a dataflow chip)."""
-        roof = max(self.flops / machine.peak_flops, self.bytes / machine.hbm_bandwidth)
+        """Roofline: bound by compute or by HBM bandwidth, whichever is slower (the copies
+        of updates counted where the machine makes them), plus its overhead per op (none on
+        a dataflow chip)."""
+        moved = self.bytes + (self.copied if machine.copies_updates else 0.0)
+        roof = max(self.flops / machine.peak_flops, moved / machine.hbm_bandwidth)
         return roof + self.ops * machine.op_overhead
 
 
@@ -80,7 +88,7 @@ def op_cost(op: Operation) -> Cost:
                 local = sum(1 for u in readers if u in inside)
                 written = any(u not in inside for u in readers)
                 kept += nbytes(r.type) * (local + (0 if written else 1))
-        return Cost(total.flops, max(0.0, total.bytes - kept), total.ops)
+        return Cost(total.flops, max(0.0, total.bytes - kept), total.ops, total.copied)
     return replace(_leaf_cost(op), ops=1)
 
 
@@ -97,7 +105,8 @@ def _leaf_cost(op: Operation) -> Cost:
         per_point = 2 if is_contraction(op) else max(arith_ops, 1)
         return Cost(per_point * domain, reads + writes)
     if isinstance(op, tensor.InsertSliceOp):
-        return Cost(0, 2 * nbytes(op.source.type))
+        # In place: the entry read and written. Updating a copy reads and writes it all.
+        return Cost(0, 2 * nbytes(op.source.type), copied=2 * nbytes(op.dest.type))
     if isinstance(op, AllReduceOp):
         n = len(op.partials)
         return Cost((n - 1) * elements(op.result.type), (n + 1) * nbytes(op.result.type))

@@ -39,6 +39,9 @@ class Machine:
     # into one pipeline), the dispatch of each op on a processor that runs them one by one
     # (measured for the `local` machine: the reference interpreter's per-op overhead)
     op_overhead: float = 0.0
+    # whether an in-place update copies its destination first (value semantics, as the
+    # reference interpreter runs): a chip updates in place
+    copies_updates: bool = False
 
     def transfer_time(self, nbytes: float, src: int, dst: int, chips: int) -> float:
         """Time for one tensor to cross from chip ``src`` to chip ``dst``."""

@@ -375,7 +375,12 @@ def measure_local(
 def local_machine(figures: dict[str, float]) -> dict[str, object]:
     """The machine file for ``figures`` (from `measure_local`): every `Machine` field, named
     ``local``, all-to-all, and nothing `machine_from` would refuse."""
-    machine: dict[str, object] = {"base": "sn40l", "name": "local", "topology": "all-to-all"}
+    machine: dict[str, object] = {
+        "base": "sn40l",
+        "name": "local",
+        "topology": "all-to-all",
+        "copies_updates": True,  # the reference interpreter's value semantics
+    }
     for f in fields(Machine):
         if f.name in machine:
             continue
