@@ -19,7 +19,8 @@ DEMO := build/demo
 
 # The main job: generate a tensor-parallel Qwen3 decode step, verify it, lower it through the
 # whole pipeline (sections, transfers, phases, per-chip programs, the host's relay), certify and
-# run every stage (the phased one with in-place caches: storage semantics) and check it against
+# run every stage (the phased one with in-place caches: storage semantics; the per-chip programs
+# also as 4 MPI ranks) and check it against
 # the unsharded layer, printing per-layer figures; then one real-dims qwen3-8b layer, checked
 # and modelled on 4 sn40l chips in every mode side by side (auto all-reduces).
 demo: $(STAMP)
@@ -32,6 +33,7 @@ demo: $(STAMP)
 	$(BIN)/tp-run $(DEMO)/tiny.phased.mlir --random-weights 0 --random-inputs 1 --position 5 --check --stats --storage
 	$(BIN)/tp-opt $(DEMO)/tiny.phased.mlir --tp-link-points --tp-relay --tp-verify -o $(DEMO)/tiny.relay.mlir
 	$(BIN)/tp-run $(DEMO)/tiny.relay.mlir --random-weights 0 --random-inputs 1 --position 5 --check --stats
+	$(BIN)/tp-run $(DEMO)/tiny.relay.mlir --mpi 4 --random-weights 0 --random-inputs 1 --position 5 --check --stats
 	$(BIN)/tp-run $(DEMO)/tiny.phased.mlir --dry-run --machine sn40l
 	$(BIN)/tp-run $(DEMO)/tiny.relay.mlir --dry-run --machine sn40l --report $(DEMO)/tiny.report.json --trace $(DEMO)/tiny.trace.json --timeline $(DEMO)/tiny.timeline.png
 	$(BIN)/tp-gen qwen3 --preset qwen3-8b --layers 1 --chips 4 | $(BIN)/tp-opt --tp-verify -o $(DEMO)/qwen3-8b.mlir
