@@ -23,6 +23,7 @@ from tp_dialect.runtime.checkpoint import MemorySource, place_weights, random_in
 from tp_dialect.runtime.mpi_exec import TEST_EXIT_ENV
 from tp_dialect.runtime.reference import run_program
 from tp_dialect.tools.source import load_program
+from tp_dialect.tools.tp_run import rank_lines
 from tp_dialect.universe import tp_context
 
 BIN = Path(sys.executable).parent
@@ -189,3 +190,14 @@ def test_a_wrong_world_size_is_one_line(tmp_path: Path) -> None:
         "so it runs on 2 rank(s)"
     )
     assert not out.exists()
+
+
+def test_ranks_lines_that_ran_together_are_told_apart() -> None:
+    err = (
+        "tp-run: error: rank 0 (chip 0): cannot open 'x'tp-run: error: rank 1 (chip 1): "
+        "cannot open 'x'\n=== banner ===\ntp-run: error: rank 0 (chip 0): cannot open 'x'\n"
+    )
+    assert rank_lines(err) == [
+        "tp-run: error: rank 0 (chip 0): cannot open 'x'",
+        "tp-run: error: rank 1 (chip 1): cannot open 'x'",
+    ]

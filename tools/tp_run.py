@@ -512,7 +512,7 @@ def _launch(args: argparse.Namespace, argv: list[str]) -> int:
     if proc.returncode != 0:  # mpiexec's own banner about a dead rank: said below in a line
         out = "".join(line for line in out.splitlines(True) if not _HYDRA.match(line))
     sys.stdout.write(out)
-    said = [line for line in dict.fromkeys(err.splitlines()) if line.startswith("tp-run:")]
+    said = rank_lines(err)
     errors = [line for line in said if "error:" in line]
     for line in said:
         if "error:" not in line:
@@ -528,6 +528,14 @@ def _launch(args: argparse.Namespace, argv: list[str]) -> int:
             )
         return 1
     return 0
+
+
+def rank_lines(err: str) -> list[str]:
+    """The ranks' own ``tp-run:`` lines in ``err``, each once, in order. mpiexec forwards the
+    ranks' stderr in whatever pieces it reads, so two ranks' lines can run together: each
+    ``tp-run:`` starts a line of its own."""
+    err = re.sub(r"(?<=[^\n])(?=tp-run: )", "\n", err)
+    return [line for line in dict.fromkeys(err.splitlines()) if line.startswith("tp-run:")]
 
 
 _HYDRA = re.compile(
