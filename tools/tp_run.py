@@ -25,7 +25,6 @@ import io
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -33,7 +32,6 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -56,6 +54,7 @@ from tp_dialect.runtime.checkpoint import (
     random_inputs,
     random_weights,
 )
+from tp_dialect.runtime.launch import find_mpiexec, rank_env, start
 from tp_dialect.runtime.model import (
     MODES,
     NEEDS,
@@ -464,10 +463,7 @@ def _strip_mpi(argv: list[str]) -> list[str]:
 
 def _mpiexec() -> str:
     """The mpiexec beside this Python (the ``mpich`` wheel's), else one on PATH."""
-    beside = Path(sys.executable).parent / "mpiexec"
-    if beside.exists():
-        return str(beside)
-    found = shutil.which("mpiexec")
+    found = find_mpiexec()
     if found is None:
         raise UserError("cannot run on MPI: no mpiexec (install an MPI, e.g. pip install mpich)")
     return found
@@ -486,20 +482,8 @@ def _launch(args: argparse.Namespace, argv: list[str]) -> int:
     cmd = [_mpiexec(), "-n", str(ranks), sys.executable, "-m", "tp_dialect.tools.tp_run"]
     cmd += [*_strip_mpi(argv), "--backend", "mpi"]
     with tempfile.TemporaryDirectory(prefix="tp-mpi-") as pids:
-        env = {**os.environ, mpi_exec.PID_DIR_ENV: pids}
-        # Ranks share this machine's cores: numpy's BLAS threads per rank, unless the user
-        # chose, so that N ranks do not oversubscribe the cores N-fold.
-        threads = str(max(1, (os.cpu_count() or 1) // ranks))
-        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-            env.setdefault(var, threads)
-        proc = subprocess.Popen(
-            cmd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-            env=env,
-        )
+        env = {**rank_env(ranks), mpi_exec.PID_DIR_ENV: pids}
+        proc = start(cmd, env)
         try:
             out, err = proc.communicate(timeout=args.timeout)
         except subprocess.TimeoutExpired:

@@ -37,7 +37,6 @@ import contextlib
 import json
 import math
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -49,6 +48,12 @@ from pathlib import Path
 import numpy as np
 
 from tp_dialect.analysis.machine import Machine
+from tp_dialect.runtime.launch import (
+    BLAS_THREAD_VARS,
+    find_mpiexec,
+    start,
+    threads_per_rank,
+)
 
 
 class CalibrationError(RuntimeError):
@@ -146,10 +151,7 @@ def measure_interpreter(repeat: int = 3) -> dict[str, float]:
 def default_mpiexec() -> str:
     """The ``mpiexec`` next to this interpreter (a venv's), else the one on PATH, else the
     bare name (launching it then fails with a clear error)."""
-    local = Path(sys.executable).parent / "mpiexec"
-    if local.is_file():
-        return str(local)
-    return shutil.which("mpiexec") or "mpiexec"
+    return find_mpiexec() or "mpiexec"
 
 
 def measure_pingpong(
@@ -178,8 +180,7 @@ def measure_stream(
     interpreter reads a ``[out, in]`` weight; each rank with cores/ranks BLAS threads, as
     ``tp-run --mpi`` gives them): a chip's memory bandwidth when ranks are its chips and
     share the node's memory. The slowest rank's rate; CalibrationError when MPI fails."""
-    threads = str(max(1, (os.cpu_count() or 1) // ranks))
-    env = {var: threads for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+    env = {var: str(threads_per_rank(ranks)) for var in BLAS_THREAD_VARS}
     args = ["--stream", "--k", str(k), "--n", str(n), "--iters", str(repeat)]
     return _run_ranks(ranks, args, mpiexec, timeout, "memory stream", env)["bandwidth"]
 
@@ -198,14 +199,7 @@ def _run_ranks(
     cmd = [exe, "-n", str(ranks), sys.executable, "-m", "tp_dialect.runtime.calibrate", *args]
     try:
         # A session of its own: on a timeout the launcher and its ranks are killed together.
-        proc = subprocess.Popen(
-            cmd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-            env={**os.environ, **(env or {})},
-        )
+        proc = start(cmd, {**os.environ, **(env or {})})
     except FileNotFoundError:
         raise CalibrationError(f"MPI unavailable: no mpiexec at '{exe}'") from None
     except PermissionError:

@@ -1,0 +1,50 @@
+"""Starting MPI ranks on this machine: which ``mpiexec``, and how many BLAS threads a rank."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+BLAS_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def find_mpiexec() -> str | None:
+    """The ``mpiexec`` beside this Python (the ``mpich`` wheel's, in a venv), else the one on
+    PATH, else None."""
+    beside = Path(sys.executable).parent / "mpiexec"
+    if beside.is_file():
+        return str(beside)
+    return shutil.which("mpiexec")
+
+
+def threads_per_rank(ranks: int) -> int:
+    """numpy's BLAS threads for each of ``ranks`` ranks sharing this machine's cores."""
+    return max(1, (os.cpu_count() or 1) // max(ranks, 1))
+
+
+def rank_env(ranks: int, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``base`` (default: this process's environment) with numpy's BLAS threads per rank set
+    to cores / ``ranks`` where the user has not chosen: ranks share this machine's cores, and
+    N ranks each with every core's threads would oversubscribe them N-fold."""
+    env = dict(os.environ if base is None else base)
+    threads = str(threads_per_rank(ranks))
+    for var in BLAS_THREAD_VARS:
+        env.setdefault(var, threads)
+    return env
+
+
+def start(cmd: Sequence[str], env: Mapping[str, str]) -> subprocess.Popen[str]:
+    """``cmd`` (an ``mpiexec`` line) started with its output captured as text, in a session of
+    its own, so that stopping it (``os.killpg``) stops its ranks with it."""
+    return subprocess.Popen(
+        list(cmd),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env=dict(env),
+    )
