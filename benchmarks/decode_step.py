@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from benchmarks.numpy_qwen3 import decode_layer
+from benchmarks.numpy_qwen3 import baseline_step
 from tp_dialect.frontend.qwen3 import Qwen3Config, generate
 from tp_dialect.runtime.checkpoint import MemorySource, place_weights, random_inputs, random_weights
 from tp_dialect.runtime.reference import run_program
@@ -54,13 +54,10 @@ def main(chip_counts: tuple[int, ...] = (4, 8), position: int = 100) -> None:
             return run_program(module, values, placed)
 
         def plain(weights=weights, inputs=inputs):
-            return decode_layer(
+            return baseline_step(
                 weights,
-                inputs["hidden_states"],
-                inputs["past_key.0"],
-                inputs["past_value.0"],
+                inputs,
                 position,
-                layer=0,
                 heads=base.heads,
                 kv_heads=base.kv_heads,
                 head_dim=base.head_dim,

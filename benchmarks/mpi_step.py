@@ -33,7 +33,7 @@ import numpy as np
 from safetensors.numpy import save_file
 from xdsl.passes import PassPipeline
 
-from benchmarks.numpy_qwen3 import decode_layer
+from benchmarks.numpy_qwen3 import baseline_step
 from tp_dialect.analysis.machine import Machine, machine_from
 from tp_dialect.frontend.qwen3 import Qwen3Config, generate
 from tp_dialect.passes import TP_PASSES
@@ -168,13 +168,10 @@ def main(machine_path: str | None = None, repeat: int = 3) -> None:
         base = Qwen3Config.preset("qwen3-8b", layers=1)
 
         def plain() -> object:
-            return decode_layer(
+            return baseline_step(
                 weights,
-                inputs["hidden_states"],
-                inputs["past_key.0"],
-                inputs["past_value.0"],
+                inputs,
                 POSITION,
-                layer=0,
                 heads=base.heads,
                 kv_heads=base.kv_heads,
                 head_dim=base.head_dim,

@@ -62,3 +62,27 @@ def decode_layer(
     u = xn @ w[p + "mlp.up_proj.weight"].T
     x = x + (g / (1 + np.exp(-g)) * u) @ w[p + "mlp.down_proj.weight"].T
     return x, keys, values
+
+
+def baseline_step(
+    w: Mapping[str, np.ndarray],
+    inputs: Mapping[str, np.ndarray],
+    position: int,
+    *,
+    heads: int,
+    kv_heads: int,
+    head_dim: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`decode_layer` 0 on a generated program's decode inputs (``hidden_states``,
+    ``past_key.0``, ``past_value.0``), as the benchmarks run it."""
+    return decode_layer(
+        w,
+        inputs["hidden_states"],
+        inputs["past_key.0"],
+        inputs["past_value.0"],
+        position,
+        layer=0,
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+    )

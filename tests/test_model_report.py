@@ -202,6 +202,12 @@ def test_several_modes_side_by_side(small: Path, tmp_path: Path) -> None:
         ('{"topology": "torus"}', "topology must be all-to-all or ring"),
         ('{"base": "tpu"}', "unknown base preset"),
         ("{not json", "cannot read machine file"),
+        ('{"link_latency": "x"}', 'link_latency must be a number, not "x"'),
+        ('{"link_bandwidth": -5}', "link_bandwidth must be a finite number above 0"),
+        ('{"hbm_bandwidth": 0}', "hbm_bandwidth must be a finite number above 0"),
+        ('{"barrier_latency": -1e-6}', "barrier_latency must be a finite number at least 0"),
+        ('{"max_chips": 2.5}', "max_chips must be a whole number, not 2.5"),
+        ('{"copies_updates": "yes"}', "copies_updates must be true or false"),
     ],
 )
 def test_bad_machine_files_are_one_line_errors(

@@ -12,6 +12,7 @@ for comparison.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
@@ -111,7 +112,29 @@ def machine_from(spec: str) -> Machine:
             f"machine file '{spec}': unknown field(s) {', '.join(unknown)} "
             f"(known: {', '.join(sorted(known))})"
         )
-    machine = replace(base, **data)
-    if machine.topology not in ("all-to-all", "ring"):
-        raise MachineError(f"machine file '{spec}': topology must be all-to-all or ring")
-    return machine
+    for name, value in data.items():
+        problem = _field_problem(name, value, getattr(base, name))
+        if problem:
+            raise MachineError(f"machine file '{spec}': {name} {problem}")
+    return replace(base, **data)
+
+
+# Figures a machine cannot have as zero (a division by them, or no chip at all).
+_POSITIVE = {"max_chips", "peak_flops", "hbm_bandwidth", "link_bandwidth"}
+
+
+def _field_problem(name: str, value: object, like: object) -> str | None:
+    """Why ``value`` cannot be field ``name`` (whose preset value is ``like``), or None."""
+    if name == "topology":
+        return None if value in ("all-to-all", "ring") else "must be all-to-all or ring"
+    if isinstance(like, bool):
+        return None if isinstance(value, bool) else "must be true or false"
+    if isinstance(like, str):
+        return None if isinstance(value, str) else "must be a string"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"must be a number, not {json.dumps(value)}"
+    if isinstance(like, int) and not isinstance(value, int):
+        return f"must be a whole number, not {value}"
+    if not math.isfinite(value) or value < 0 or (name in _POSITIVE and value == 0):
+        return f"must be a finite number {'above' if name in _POSITIVE else 'at least'} 0"
+    return None
