@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from tp_dialect.analysis.machine import MachineError, machine_from
 from tp_dialect.runtime.calibrate import CalibrationError, local_machine, measure_local
-from tp_dialect.tools.common import write_atomically
+from tp_dialect.tools.common import at_least, write_atomically
 
 # How each figure prints: its label, scale and unit.
 _UNITS: dict[str, tuple[str, float, str]] = {
@@ -57,15 +57,34 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-o", "--output", default="local.json", help="the machine file to write")
     p.add_argument("--mpiexec", default=None, help="the mpiexec to launch (default: the venv's)")
-    p.add_argument("--memory-mb", type=int, default=256, help="bandwidth array size, MB")
-    p.add_argument("--matvec", type=int, default=8192, help="K = N of the matvec")
-    p.add_argument("--matmul", type=int, default=1024, help="side of the square matmul")
-    p.add_argument("--message-mb", type=float, default=4, help="ping-pong bandwidth message")
-    p.add_argument("--repeat", type=int, default=5, help="timed runs per figure (best kept)")
     p.add_argument(
-        "--ranks", type=int, default=1, help="chips = this many MPI ranks sharing the machine"
+        "--memory-mb", type=at_least(1, int), default=256, help="bandwidth array size, MB"
     )
-    p.add_argument("--timeout", type=float, default=60.0, help="ping-pong timeout, seconds")
+    p.add_argument("--matvec", type=at_least(1, int), default=8192, help="K = N of the matvec")
+    p.add_argument(
+        "--matmul", type=at_least(1, int), default=1024, help="side of the square matmul"
+    )
+    p.add_argument(
+        "--message-mb",
+        type=at_least(0, float, strict=True),
+        default=4,
+        help="ping-pong bandwidth message",
+    )
+    p.add_argument(
+        "--repeat", type=at_least(1, int), default=5, help="timed runs per figure (best kept)"
+    )
+    p.add_argument(
+        "--ranks",
+        type=at_least(1, int),
+        default=1,
+        help="chips = this many MPI ranks sharing the machine",
+    )
+    p.add_argument(
+        "--timeout",
+        type=at_least(0, float, strict=True),
+        default=60.0,
+        help="ping-pong timeout, seconds",
+    )
     return p
 
 

@@ -26,12 +26,11 @@ import tempfile
 import time
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import PassPipeline
 
 from tp_dialect.analysis.machine import MACHINES, Machine
 from tp_dialect.frontend.qwen3 import Qwen3Config, generate
 from tp_dialect.ops import AllReduceOp
-from tp_dialect.passes import TP_PASSES
+from tp_dialect.passes.universe import lowered as lower
 from tp_dialect.runtime.model import model
 from tp_dialect.tools.source import parse_module
 from tp_dialect.universe import tp_context
@@ -57,12 +56,6 @@ def config(n: int, layers: int) -> Qwen3Config:
     )
 
 
-def lower(module: ModuleOp, spec: str) -> ModuleOp:
-    copy = module.clone()
-    PassPipeline.parse_spec(TP_PASSES, spec).apply(tp_context(), copy)
-    return copy
-
-
 def machine_file(m: Machine, directory: str) -> str:
     """``m`` as a JSON file tp-relocate's ``machine=`` option reads."""
     path = os.path.join(
@@ -76,9 +69,7 @@ def machine_file(m: Machine, directory: str) -> str:
 
 def relocate_auto(module: ModuleOp, machine_path: str) -> ModuleOp:
     """A copy of ``module`` after tp-relocate{allreduce=auto} for the machine in the file."""
-    copy = module.clone()
-    TP_PASSES["tp-relocate"]()(allreduce="auto", machine=machine_path).apply(tp_context(), copy)
-    return copy
+    return lower(module, f'tp-relocate{{allreduce=auto machine="{machine_path}"}}')
 
 
 def choices(module: ModuleOp) -> tuple[str, ...]:
@@ -111,15 +102,12 @@ def main(layers: int = 2, chip_counts: tuple[int, ...] = (2, 3, 4, 5, 6, 7, 8)) 
             cfg = config(n, layers)
             t0 = time.perf_counter()
             module, _ = parse_module(ctx, generate(cfg), "<qwen3>")
-            fixed = {
-                a: lower(module, f"tp-relocate{{allreduce={a}}},tp-transfers,tp-link-points")
-                for a in FIXED
-            }
+            fixed: dict[str, ModuleOp] = {}
             by_choice: dict[tuple[str, ...], ModuleOp] = {}
-            for a, lowered in fixed.items():
-                by_choice.setdefault(
-                    choices(lower(module, f"tp-relocate{{allreduce={a}}}")), lowered
-                )
+            for a in FIXED:
+                relocated = lower(module, f"tp-relocate{{allreduce={a}}}")
+                fixed[a] = lower(relocated, "tp-transfers,tp-link-points")
+                by_choice.setdefault(choices(relocated), fixed[a])
             for m in machines:
                 times = {a: model(p, m, "dataflow")[0].step_time for a, p in fixed.items()}
                 relocated = relocate_auto(module, files[m])

@@ -13,24 +13,14 @@ from __future__ import annotations
 import sys
 import time
 
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import PassPipeline
-
 from tp_dialect.analysis.machine import MACHINES
 from tp_dialect.frontend.qwen3 import Qwen3Config, generate
-from tp_dialect.passes import TP_PASSES
+from tp_dialect.passes.universe import lowered as lower
 from tp_dialect.runtime.model import ModelReport, model
 from tp_dialect.tools.source import parse_module
 from tp_dialect.universe import tp_context
 
 AUTO = "auto machine=sn40l"
-
-
-def lower(module: ModuleOp, spec: str) -> ModuleOp:
-    """A copy of ``module`` with the pass pipeline ``spec`` applied."""
-    copy = module.clone()
-    PassPipeline.parse_spec(TP_PASSES, spec).apply(tp_context(), copy)
-    return copy
 
 
 def _ms(seconds: float) -> str:

@@ -31,12 +31,11 @@ from pathlib import Path
 
 import numpy as np
 from safetensors.numpy import save_file
-from xdsl.passes import PassPipeline
 
 from benchmarks.numpy_qwen3 import baseline_step
 from tp_dialect.analysis.machine import Machine, machine_from
 from tp_dialect.frontend.qwen3 import Qwen3Config, generate
-from tp_dialect.passes import TP_PASSES
+from tp_dialect.passes.universe import lowered as lower
 from tp_dialect.runtime.calibrate import local_machine, measure_local
 from tp_dialect.runtime.checkpoint import (
     SafetensorsSource,
@@ -46,6 +45,7 @@ from tp_dialect.runtime.checkpoint import (
 )
 from tp_dialect.runtime.model import model
 from tp_dialect.runtime.reference import run_program
+from tp_dialect.tools.common import at_least
 from tp_dialect.tools.source import parse_module
 from tp_dialect.universe import tp_context
 
@@ -138,8 +138,7 @@ def main(machine_path: str | None = None, repeat: int = 3) -> None:
             text = generate(cfg)
             programs[n] = work / f"qwen3-8b-n{n}.mlir"
             programs[n].write_text(text)
-            module, _ = parse_module(ctx, text, str(programs[n]))
-            PassPipeline.parse_spec(TP_PASSES, LOWER).apply(ctx, module)
+            module = lower(parse_module(ctx, text, str(programs[n]))[0], LOWER)
             lowered[n] = module
             predicted[n] = model(module, machines[n], "dataflow")[0].step_time
         weights = random_weights(lowered[1], seed=0)
@@ -208,6 +207,6 @@ def main(machine_path: str | None = None, repeat: int = 3) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="python -m benchmarks.mpi_step")
     parser.add_argument("--machine", help="a calibrated machine file (default: calibrate now)")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=at_least(1, int), default=3)
     args = parser.parse_args()
     main(args.machine, args.repeat)

@@ -19,7 +19,7 @@ from xdsl.rewriter import InsertPoint
 
 from tp_dialect.analysis.touch import captured, collective, storage, written_in_place
 from tp_dialect.ops import AllReduceOp, SectionOp, YieldOp
-from tp_dialect.shims import TensorParallelShim
+from tp_dialect.shims import TensorParallelShim, members
 
 _EVERY_CHIP = ("oneshot", "ring", "twoshot")
 
@@ -37,7 +37,7 @@ class FuseEpilogue(RewritePattern):
         if not isinstance(reduce, AllReduceOp) or reduce.algorithm_name not in _EVERY_CHIP:
             return
         absorbed: list[SectionOp] = []
-        members = _members(op)
+        fused = members(op)
         produced = set(op.outs)
         skipped: list[SectionOp] = []  # sections the epilogue moves ahead of
         nxt = op.next_op
@@ -48,11 +48,11 @@ class FuseEpilogue(RewritePattern):
                 skipped.append(nxt)
                 nxt = nxt.next_op
                 continue
-            grown = [*members, *_members(nxt)]
+            grown = [*fused, *members(nxt)]
             if not _movable(nxt, reads, op, skipped) or self.shim.fits_epilogue(grown):
                 break
             absorbed.append(nxt)
-            members = grown
+            fused = grown
             produced |= set(nxt.outs)
             nxt = nxt.next_op
         if absorbed:
@@ -74,16 +74,12 @@ def _movable(
     return not updated & {storage(r) for r in reads}
 
 
-def _members(section: SectionOp) -> list[Operation]:
-    return [o for o in section.body.block.ops if not isinstance(o, YieldOp)]
-
-
 def _merge(head: SectionOp, tail: list[SectionOp], rewriter: PatternRewriter) -> None:
     """One section on ``head``'s chips holding the ops of ``head`` then ``tail`` in place of
     them all, yielding what is read after it (the rest stays on chip)."""
     sections = [head, *tail]
     pairs = [(v, r) for s in sections for v, r in zip(s.yield_op.values, s.outs, strict=True)]
-    inside = {o for s in sections for o in _members(s)}
+    inside = {o for s in sections for o in members(s)}
     # Inside the fused section the ops read each other's values, not the old sections' outs.
     for value, out in pairs:
         rewriter.replace_uses_with_if(out, value, lambda use: _within(use.operation, inside))

@@ -27,7 +27,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.passes import ModulePass
 
 from tp_dialect.analysis.machine import Machine, MachineError, machine_from
-from tp_dialect.analysis.phases import ORDERS, phase_of, statement_times
+from tp_dialect.analysis.phases import ORDERS, arrange, phase_of, statement_times
 from tp_dialect.analysis.touch import is_constant, statements, touch
 from tp_dialect.certificate import kept
 from tp_dialect.diagnostics import TpDiagnostic
@@ -57,7 +57,8 @@ def order_phases(
             )
     touches = [touch(op, n_chips) for op in stmts]  # type: ignore[arg-type]
     machine = machine or machine_from("sn40l")
-    times = statement_times(touches, machine, n_chips)
+    # Only the critical path weighs statements by their time on the machine.
+    times = statement_times(touches, machine, n_chips) if order == "critical-path" else None
     phases = phase_of(touches, times, order, machine.barrier_latency)
     first = block.first_op
     for op in [op for op in block.ops if is_constant(op)]:
@@ -66,9 +67,9 @@ def order_phases(
             block.insert_op_before(op, first)  # type: ignore[arg-type]
     terminator = block.last_op
     assert terminator is not None
-    order = sorted(range(len(stmts)), key=lambda i: (phases[i], i))
+    sequence, closes = arrange(phases)
     tags: dict[int, IntegerAttr] = {}  # attributes are immutable: one per phase, built once
-    for k, i in enumerate(order):
+    for i, last in zip(sequence, closes, strict=True):
         op = stmts[i]
         op.detach()
         tag = tags.get(phases[i])
@@ -76,7 +77,7 @@ def order_phases(
             tag = tags[phases[i]] = IntegerAttr(phases[i], i64)
         op.attributes[PHASE_ATTR] = tag
         block.insert_op_before(op, terminator)
-        if k == len(order) - 1 or phases[order[k + 1]] != phases[i]:
+        if last:
             block.insert_op_before(BarrierOp(phases[i]), terminator)
     return max(phases, default=-1) + 1
 

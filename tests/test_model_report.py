@@ -70,14 +70,15 @@ def test_parts_add_up_in_every_mode(n: int, algorithm: str) -> None:
             assert split == pytest.approx(figures.time, rel=1e-9, abs=1e-15), (mode, figures)
         assert report.compute_time > 0, mode
         assert set(report.layers) == {"prologue", "layer 0", "layer 1"}, mode
-        moved = sum(f.bytes_moved for f in report.layers.values())
-        assert moved == report.bytes_moved, mode
+        # By hand: only the 4 all-reduces cross, each of a 1x64 f32 sum (256 bytes): fold
+        # moves N-1 partials in and the sum out to N-1 chips, oneshot every partial to every
+        # other chip.
+        crossings = {"fold": 2 * (n - 1), "oneshot": n * (n - 1)}[algorithm]
+        assert report.bytes_moved == 4 * crossings * 256, mode
+        for layer in ("layer 0", "layer 1"):
+            assert report.layers[layer].bytes_moved == 2 * crossings * 256, (mode, layer)
         if n > 1:
-            assert report.communication_time > 0 and report.bytes_moved > 0, mode
-        data = report.to_json()
-        assert data["ratio_to_physical_bound"] == pytest.approx(
-            report.step_time / report.physical_bound
-        )
+            assert report.communication_time > 0, mode
         assert "compute" in report.summary() and "physical bound" in report.summary()
 
 

@@ -209,6 +209,48 @@ def test_a_malformed_role_is_one_line(tmp_path: Path) -> None:
     assert "argument 'x': tp.role must be one of weight, input, cache" in line
 
 
+_ADD_I32 = """builtin.module attributes {tp.chips = 1 : i64} {
+  func.func @f(%x: tensor<4xi32>ATTRS, %y: tensor<4xi32>) -> tensor<4xi32> {
+    %z = arith.addi %x, %y : tensor<4xi32>
+    func.return %z : tensor<4xi32>
+  }
+}"""
+
+
+@pytest.mark.parametrize(
+    ("attrs", "message"),
+    [
+        (' {tp.name = "y"}', "tp.name 'y' is given to more than one argument"),
+        (" {tp.name = 7}", "argument #0: tp.name must be a string, got 7 : i64"),
+    ],
+)
+def test_a_malformed_name_is_one_line(tmp_path: Path, attrs: str, message: str) -> None:
+    text = _ADD_I32.replace("ATTRS", attrs)
+    if "y" in attrs:  # both arguments named y
+        text = text.replace("%y: tensor<4xi32>)", '%y: tensor<4xi32> {tp.name = "y"})')
+    prog = tmp_path / "bad.mlir"
+    prog.write_text(text)
+    line = one_line_error(tool("tp-run", prog, "--random-weights", 1, "--random-inputs", 2))
+    assert message in line
+
+
+def test_integer_ports_run_and_an_unheld_type_is_one_line(tmp_path: Path) -> None:
+    """i32 arguments bind and add as numpy does; a complex argument is refused in a line."""
+    prog = tmp_path / "add.mlir"
+    prog.write_text(_ADD_I32.replace("ATTRS", ""))
+    x, y = np.arange(4, dtype=np.int32), np.array([5, -1, 7, 2**30], dtype=np.int32)
+    out = run_program(parse(_ADD_I32.replace("ATTRS", "")), {"x": x, "y": y})
+    assert out["result0"].dtype == np.int32 and np.array_equal(out["result0"], x + y)
+    cplx = tmp_path / "c.mlir"
+    cplx.write_text(
+        "builtin.module attributes {tp.chips = 1 : i64} {\n"
+        "  func.func @f(%x: tensor<4xcomplex<f32>>) -> tensor<4xcomplex<f32>> {\n"
+        "    func.return %x : tensor<4xcomplex<f32>>\n  }\n}\n"
+    )
+    line = one_line_error(tool("tp-run", cplx, "--random-inputs", 2))
+    assert "'x' is of type tensor<4xcomplex<f32>>, which tp-run cannot hold" in line
+
+
 # -- roles -----------------------------------------------------------------------------------
 
 
@@ -300,3 +342,17 @@ def test_an_older_generated_file_without_roles_still_runs_from_both_files() -> N
     assert got.keys() == want.keys()
     for name in want:
         np.testing.assert_array_equal(got[name], want[name])
+
+
+def test_the_certificate_refuses_ports_it_cannot_read(tmp_path: Path) -> None:
+    """Which entry argument is which weight decides coverage; a malformed role is refused by
+    tp-verify in a located line, not certified."""
+    text = tmp_path / "t.mlir"
+    cfg = tiny(chips=2, layers=1)
+    good = str(program(cfg))
+    text.write_text(good.replace('tp.role = "weight"', 'tp.role = "bogus"', 1))
+    proc = tool("tp-opt", text, "--tp-verify")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr and not proc.stdout
+    line = proc.stderr.splitlines()[0]  # then the source line and a caret, as MLIR shows
+    assert 'tp.role must be one of weight, input, cache, got "bogus"' in line
+    assert re.match(r".*t\.mlir:\d+:\d+: error: ", line)

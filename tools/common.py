@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import math
 import os
 import sys
 import tempfile
@@ -68,3 +70,22 @@ def run_tool(
             file=sys.stderr,
         )
         return 1
+
+
+def at_least(
+    low: float, kind: type[int] | type[float], strict: bool = False
+) -> Callable[[str], float]:
+    """An argparse type for a number: a finite ``kind`` not below ``low`` (``strict``: above it)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: '{text}'") from None
+        if not math.isfinite(value) or value < low or (strict and value == low):
+            raise argparse.ArgumentTypeError(
+                f"{text} must be a finite number {'above' if strict else 'at least'} {low:g}"
+            )
+        return value
+
+    return parse

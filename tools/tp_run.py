@@ -23,9 +23,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -36,7 +34,6 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.linalg import ops as linalg
-from xdsl.passes import PassPipeline
 
 from tp_dialect import certificate
 from tp_dialect.analysis.machine import Machine, MachineError, machine_from
@@ -44,7 +41,7 @@ from tp_dialect.analysis.stats import format_stats, pipeline_stats
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.frontend.qwen3 import GenError, Qwen3Config, generate
 from tp_dialect.ops import AllReduceOp
-from tp_dialect.passes import TP_PASSES
+from tp_dialect.passes.universe import lowered as lowered_copy
 from tp_dialect.runtime import mpi_exec
 from tp_dialect.runtime.checkpoint import (
     MemorySource,
@@ -54,7 +51,7 @@ from tp_dialect.runtime.checkpoint import (
     random_inputs,
     random_weights,
 )
-from tp_dialect.runtime.launch import find_mpiexec, rank_env, start
+from tp_dialect.runtime.launch import find_mpiexec, rank_env, run_bounded
 from tp_dialect.runtime.model import (
     MODES,
     NEEDS,
@@ -73,7 +70,7 @@ from tp_dialect.runtime.timeline import (
     write_timeline_png,
 )
 from tp_dialect.signature import BindError
-from tp_dialect.tools.common import UserError, run_tool, write_atomically
+from tp_dialect.tools.common import UserError, at_least, run_tool, write_atomically
 from tp_dialect.tools.source import load_program, parse_module
 from tp_dialect.universe import tp_context
 
@@ -91,7 +88,9 @@ def parser() -> argparse.ArgumentParser:
     i = p.add_mutually_exclusive_group()
     i.add_argument("--inputs", help="an .npz of named tensors (any argument, by name)")
     i.add_argument("--random-inputs", type=int, metavar="SEED", help="random inputs and caches")
-    p.add_argument("--position", type=int, default=3, help="position for --random-inputs")
+    p.add_argument(
+        "--position", type=at_least(0, int), default=3, help="position for --random-inputs"
+    )
     p.add_argument("--outputs", help="write the results by name to this .npz")
     p.add_argument(
         "--check",
@@ -157,7 +156,7 @@ def parser() -> argparse.ArgumentParser:
     )
     r.add_argument(
         "--timeout",
-        type=float,
+        type=at_least(0, float, strict=True),
         default=600.0,
         metavar="SECONDS",
         help="with --mpi: stop the ranks after this long (default 600)",
@@ -321,8 +320,7 @@ def model_modes(
             if passes:
                 if say is not None:
                     say(f"lowering a copy for {mode} mode: {','.join(passes)}")
-                copy = module.clone()
-                PassPipeline.parse_spec(TP_PASSES, ",".join(passes)).apply(tp_context(), copy)
+                copy = lowered_copy(module, ",".join(passes))
             lowered[passes] = copy
         out[mode] = model(lowered[passes], machine, mode)
     return out
@@ -477,21 +475,20 @@ def _launch(args: argparse.Namespace, argv: list[str]) -> int:
         raise UserError(f"--mpi {args.mpi}: give at least one rank")
     if args.backend == "mpi":
         raise UserError("--mpi starts its own ranks: give --mpi N or --backend mpi, not both")
+    _check_mpi_flags(args, "--mpi")
     mpi_exec.load_mpi()
     ranks = args.mpi + (args.relay == "host")
     cmd = [_mpiexec(), "-n", str(ranks), sys.executable, "-m", "tp_dialect.tools.tp_run"]
     cmd += [*_strip_mpi(argv), "--backend", "mpi"]
     with tempfile.TemporaryDirectory(prefix="tp-mpi-") as pids:
         env = {**rank_env(ranks), mpi_exec.PID_DIR_ENV: pids}
-        proc = start(cmd, env)
         try:
-            out, err = proc.communicate(timeout=args.timeout)
+            proc = run_bounded(cmd, env, args.timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
             raise UserError(
                 f"the {ranks} MPI rank(s) did not finish within {args.timeout:g} s: stopped them"
             ) from None
+        out, err = proc.stdout, proc.stderr
         died = _who_died(out + err, pids, args.mpi if args.relay == "host" else None)
     if proc.returncode != 0:  # mpiexec's own banner about a dead rank: said below in a line
         out = "".join(line for line in out.splitlines(True) if not _HYDRA.match(line))
@@ -542,6 +539,19 @@ def _who_died(err: str, pids: str, host_rank: int | None) -> str | None:
     return f"rank {rank} ({chip}) died: {reason}"
 
 
+def _check_mpi_flags(args: argparse.Namespace, how: str) -> None:
+    """Refuse, before any rank starts, flags a run on MPI ranks cannot take (``how``: the
+    flag that asked for MPI, named in the error)."""
+    if args.machine or args.dry_run or args.report or args.trace or args.timeline:
+        raise UserError(f"{how} runs the program: model it without {how}")
+    given = (args.weights, args.random_weights, args.inputs, args.random_inputs)
+    if all(g is None for g in given):
+        raise UserError(
+            "give the arguments: --weights CKPT or --random-weights SEED, and/or "
+            "--inputs IN.npz or --random-inputs SEED"
+        )
+
+
 def _main_mpi(args: argparse.Namespace) -> int:
     """``--backend mpi``: this process is one rank. Rank 0 prints, writes ``--outputs`` and
     checks; an error on one rank is said by it (naming it) and aborts the world."""
@@ -549,14 +559,7 @@ def _main_mpi(args: argparse.Namespace) -> int:
     comm = mpi.COMM_WORLD
     rank = comm.Get_rank()
     mpi_exec.record_rank(rank)
-    if args.machine or args.dry_run or args.report or args.trace or args.timeline:
-        raise UserError("--backend mpi runs the program: model it without --backend mpi")
-    given = (args.weights, args.random_weights, args.inputs, args.random_inputs)
-    if all(g is None for g in given):
-        raise UserError(
-            "give the arguments: --weights CKPT or --random-weights SEED, and/or "
-            "--inputs IN.npz or --random-inputs SEED"
-        )
+    _check_mpi_flags(args, "--backend mpi")
     try:
         module = load_program(tp_context(), args.program)
         if rank == 0:
@@ -570,16 +573,23 @@ def _main_mpi(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     source: TensorSource | None = None
 
+    given: Mapping[str, np.ndarray] | None = None
+
     def open_source() -> TensorSource:
         nonlocal source
         source = _source(args, module)
         return source
 
+    def read_inputs() -> Mapping[str, np.ndarray]:  # rank 0 only; --check reuses them
+        nonlocal given
+        given = _inputs(args, module)
+        return given
+
     try:
         run = mpi_exec.run_mpi(
             runnable,
             open_source,
-            lambda: _inputs(args, module),
+            read_inputs,
             args.storage,
             args.relay,
             comm,
@@ -603,7 +613,8 @@ def _main_mpi(args: argparse.Namespace) -> int:
     _write_outputs(args, run.outputs)
     if not (args.check or args.against):
         return 0
-    return _check(args, module, source or _source(args, module), _inputs(args, module), run.outputs)
+    assert given is not None  # rank 0 read them
+    return _check(args, module, source or _source(args, module), given, run.outputs)
 
 
 def _per_chip(module: ModuleOp, allreduce: str, say: bool) -> ModuleOp:
@@ -619,9 +630,7 @@ def _per_chip(module: ModuleOp, allreduce: str, say: bool) -> ModuleOp:
     passes = lowering_for(module, "relay", allreduce, "sn40l")
     if say:
         print(f"tp-run: lowering a copy to per-chip programs: {','.join(passes)}", file=sys.stderr)
-    copy = module.clone()
-    PassPipeline.parse_spec(TP_PASSES, ",".join(passes)).apply(tp_context(), copy)
-    return copy
+    return lowered_copy(module, ",".join(passes))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

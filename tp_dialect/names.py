@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 
@@ -14,3 +16,19 @@ def value_name(value: SSAValue) -> str:
     owner = value.owner
     assert isinstance(owner, Operation)
     return f"{owner.name}#{value.index}"
+
+
+# Statement labels carry their layer as a leading ``l<k>_`` (``l3_c1_q``), as tp-gen writes.
+_LAYER_TAG = re.compile(r"^l(\d+)_")
+
+
+def layer_of(label: str) -> str:
+    """The layer a label belongs to (``l3_...`` -> ``layer 3``); anything else is the
+    prologue (rope tables, positions: work done once a step)."""
+    m = _LAYER_TAG.match(label)
+    return f"layer {m.group(1)}" if m else "prologue"
+
+
+def without_layer(label: str) -> str:
+    """``label`` without its layer tag: ``l3_c2_q`` -> ``c2_q``."""
+    return _LAYER_TAG.sub("", label)

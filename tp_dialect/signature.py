@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Container
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects.builtin import (
@@ -36,7 +36,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, BlockArgument
 
 from tp_dialect.analysis.values import uses_through_programs
-from tp_dialect.dtypes import BF16, dtype_name
+from tp_dialect.dtypes import dtype_name, numpy_dtype
 from tp_dialect.ops import ShardOp
 
 
@@ -74,13 +74,7 @@ class Port:
                 return key
         return None
 
-    @property
-    def numpy_dtype(self) -> np.dtype:
-        return np.dtype(np.int64) if self.dtype == "i64" else _np_dtype(self.dtype)
-
-
-def _np_dtype(name: str) -> np.dtype:
-    return BF16 if name == "bf16" else np.dtype({"f32": np.float32, "f64": np.float64}[name])
+    numpy_dtype: np.dtype = field(default=np.dtype(np.float32), compare=False)
 
 
 def entry_function(module: ModuleOp) -> FuncOp:
@@ -98,10 +92,22 @@ def _stated(attrs: Attribute | None, key: str) -> Attribute | None:
     return attrs.data.get(key) if isinstance(attrs, DictionaryAttr) else None
 
 
-def _shape_dtype(t: Attribute) -> tuple[tuple[int, ...], str]:
-    if isinstance(t, TensorType):
-        return tuple(t.get_shape()), dtype_name(t.element_type)
-    return (), dtype_name(t)
+def _shape_dtype(t: Attribute, name: str) -> tuple[tuple[int, ...], str, np.dtype]:
+    """A port's shape, dtype name and numpy dtype; BindError for a type numpy cannot hold."""
+    element = t.element_type if isinstance(t, TensorType) else t
+    try:
+        held = numpy_dtype(element)
+    except TypeError:
+        raise BindError(f"'{name}' is of type {t}, which tp-run cannot hold") from None
+    shape = tuple(t.get_shape()) if isinstance(t, TensorType) else ()
+    return shape, dtype_name(element), held
+
+
+def _name(attrs: Attribute | None, index: int) -> str | None:
+    stated = _stated(attrs, NAME_ATTR)
+    if stated is None or isinstance(stated, StringAttr):
+        return None if stated is None else stated.data
+    raise BindError(f"argument #{index}: tp.name must be a string, got {stated}")
 
 
 def _role(attrs: Attribute | None, arg: BlockArgument | None, name: str) -> str:
@@ -139,7 +145,10 @@ def ports(func: FuncOp) -> tuple[list[Port], list[Port]]:
     types = func.function_type.inputs.data
     block_args = list(func.body.block.args) if func.body.blocks else []
     attrs = [arg_attrs[i] if i < len(arg_attrs) else None for i in range(len(types))]
-    stated = [n.data if isinstance(n := _stated(a, NAME_ATTR), StringAttr) else None for a in attrs]
+    stated = [_name(a, i) for i, a in enumerate(attrs)]
+    twice = [n for n, k in Counter(n for n in stated if n is not None).items() if k > 1]
+    if twice:
+        raise BindError(f"tp.name '{twice[0]}' is given to more than one argument")
     hints = [
         block_args[i].name_hint if i < len(block_args) and stated[i] is None else None
         for i in range(len(types))
@@ -152,14 +161,15 @@ def ports(func: FuncOp) -> tuple[list[Port], list[Port]]:
             name = stated[i]
         elif (hint := hints[i]) is not None and taken[hint] == 1:
             name, alias = hint, f"arg{i}"
-        shape, dtype = _shape_dtype(t)
+        shape, dtype, held = _shape_dtype(t, name)
         arg = block_args[i] if i < len(block_args) else None
         role = _role(attrs[i], arg, name)
         axis = _cache_axis(attrs[i], name, len(shape)) if role == "cache" else None
-        ins.append(Port(name, shape, dtype, role, axis, alias))
+        ins.append(Port(name, shape, dtype, role, axis, alias, held))
     outs = []
     for i, t in enumerate(func.function_type.outputs.data):
         n = _stated(res_attrs[i] if i < len(res_attrs) else None, NAME_ATTR)
-        shape, dtype = _shape_dtype(t)
-        outs.append(Port(n.data if isinstance(n, StringAttr) else f"result{i}", shape, dtype))
+        name = n.data if isinstance(n, StringAttr) else f"result{i}"
+        shape, dtype, held = _shape_dtype(t, name)
+        outs.append(Port(name, shape, dtype, numpy_dtype=held))
     return ins, outs

@@ -6,6 +6,7 @@
 // two long phases, and the forwarding after them: one phase more, each short.
 // RUN: tp-opt %s --tp-phase | filecheck %s
 // RUN: tp-opt %s --tp-phase=order=source | filecheck %s --check-prefix=SOURCE
+// RUN: tp-opt %s '--tp-phase=machine="%S/Inputs/slow_link.json"' | filecheck %s --check-prefix=SLOWLINK
 
 // CHECK-LABEL: func.func @forwarding
 // CHECK:      %h0 = tp.section "h0" on [0] attributes {tp.phase = 0 : i64}
@@ -26,6 +27,14 @@
 // SOURCE:      %g0 = tp.section "g0" on [0] attributes {tp.phase = 3 : i64}
 // SOURCE:      %g1 = tp.section "g1" on [1] attributes {tp.phase = 3 : i64}
 // SOURCE:      tp.barrier phase 3
+// The critical path is timed on the machine: with 1 s links the crossing is the long way to
+// go, so %x, its transfer and %u come first, the products after.
+// SLOWLINK-LABEL: func.func @forwarding
+// SLOWLINK:      %x = tp.section "x" on [0] attributes {tp.phase = 0 : i64}
+// SLOWLINK:      tp.transfer %x from 0 to 1 {tp.phase = 1 : i64}
+// SLOWLINK:      %u = tp.section "u" on [1] attributes {tp.phase = 2 : i64}
+// SLOWLINK:      %g0 = tp.section "g0" on [0] attributes {tp.phase = 3 : i64}
+
 builtin.module attributes {tp.chips = 2 : i64} {
   func.func @forwarding(%x0: tensor<1x4xf32>, %a0: tensor<1024x1024xf32, #tp.chip<0>>, %a1: tensor<1024x1024xf32, #tp.chip<1>>) {
     %x = tp.section "x" on [0] {

@@ -57,7 +57,7 @@ class Cost:
 
 
 # No work of their own: views, allocations, terminators, host-side stores.
-_VIEWS = (
+VIEWS = (
     tensor.ExpandShapeOp,
     tensor.CollapseShapeOp,
     tensor.EmptyOp,
@@ -81,7 +81,7 @@ def op_cost(op: Operation) -> Cost:
         inside = set(inner_ops)
         kept = 0.0
         for inner in inner_ops:
-            if isinstance(inner, _VIEWS):
+            if isinstance(inner, VIEWS):
                 continue
             for r in inner.results:
                 readers = [u.operation for u in r.uses]
@@ -94,7 +94,7 @@ def op_cost(op: Operation) -> Cost:
 
 def _leaf_cost(op: Operation) -> Cost:
     """The FLOPs and bytes of one op inside a section."""
-    if isinstance(op, _VIEWS):
+    if isinstance(op, VIEWS):
         return Cost()
     if isinstance(op, linalg.GenericOp):
         domain = domain_size(op)
@@ -120,7 +120,7 @@ def _leaf_cost(op: Operation) -> Cost:
 
 # -- all-reduce algorithms ------------------------------------------------------------------
 
-ALLREDUCE_ALGORITHMS = ("fold", "ring", "oneshot", "twoshot")
+ALLREDUCE_ALGORITHMS = AllReduceOp.ALGORITHMS
 
 
 def allreduce_link_time(algorithm: str, nbytes_: float, n: int, machine: Machine) -> float:

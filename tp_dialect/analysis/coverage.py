@@ -40,10 +40,11 @@ from xdsl.traits import IsTerminator, SymbolTable
 
 from tp_dialect.analysis.provenance import Solver
 from tp_dialect.analysis.values import origin
+from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.names import value_name
 from tp_dialect.ops import AllReduceOp, ShardOp, UnshardOp
 from tp_dialect.reject import TpReject
-from tp_dialect.signature import entry_function, ports
+from tp_dialect.signature import BindError, entry_function, ports
 
 Calls = tuple[tuple[func.CallOp, func.FuncOp], ...]  # outermost first
 _MAX_CONTEXTS = 64  # call chains into one all-reduce's function; beyond: not provable
@@ -312,12 +313,22 @@ class ModuleIndex:
                 if isinstance(callee, func.FuncOp):
                     self.callers.setdefault(callee, []).append(op)
         self.entry: func.FuncOp | None = None
-        self.names: list[str] = []
+        self._names: list[str] | None = None
         try:
             self.entry = entry_function(root)  # type: ignore[arg-type]
-            self.names = [port.name for port in ports(self.entry)[0]]
-        except Exception:  # no single entry function: arguments are their own weights
-            self.entry = None
+        except BindError:  # no single entry function: arguments are their own weights
+            pass
+
+    def name(self, index: int) -> str:
+        """The checkpoint name of the entry's argument ``index`` (read once, when first
+        asked: by then the obligation has refused what the ports cannot be read from)."""
+        assert self.entry is not None
+        if self._names is None:
+            try:
+                self._names = [port.name for port in ports(self.entry)[0]]
+            except BindError as err:  # which argument is which weight cannot be told
+                raise TpDiagnostic(self.entry, str(err)) from None
+        return self._names[index]
 
 
 def check_coverage(
@@ -327,7 +338,7 @@ def check_coverage(
     ``at`` read slices of one weight that overlap on, leave out, or cannot be shown to cover
     the contracted axis (see the module docstring). ``index``: the module's `ModuleIndex`,
     when several all-reduces are checked."""
-    index = index or ModuleIndex(_root(at))
+    index = index or ModuleIndex(at.get_toplevel_object())
     contexts = _call_chains(at, index)
     if contexts is None:
         raise TpReject.SLICES_GAP.at(
@@ -337,12 +348,6 @@ def check_coverage(
         )
     for calls in contexts:
         _check(partials, at, solver, calls, index)
-
-
-def _root(op: Operation) -> Operation:
-    while (parent := op.parent_op()) is not None:
-        op = parent
-    return op
 
 
 def _check(
@@ -399,7 +404,7 @@ def _weight_key(weight: SSAValue, index: ModuleIndex) -> object:
     """Entry arguments bound to one checkpoint name (as tp-run binds them) are one weight."""
     if isinstance(weight, BlockArgument) and index.entry is not None:
         if _op_of(weight) is index.entry:
-            return ("checkpoint", index.names[weight.index])
+            return ("checkpoint", index.name(weight.index))
     return weight
 
 

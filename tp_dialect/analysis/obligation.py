@@ -31,7 +31,7 @@ from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import ModuleOp, TensorType, UnregisteredOp
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Block, Operation, SSAValue
-from xdsl.traits import IsTerminator, SymbolTable
+from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from tp_dialect.analysis.coverage import ModuleIndex, check_coverage
@@ -52,7 +52,6 @@ from tp_dialect.ops import (
 )
 from tp_dialect.program_ops import ChipProgramOp, FinishOp, LinkOp, RelayOp
 from tp_dialect.reject import TpReject
-from tp_dialect.signature import BindError, entry_function
 from tp_dialect.ssa import check_dominance
 
 _SPINE_RULE = "chip data reaches the spine only through an all-reduce over every chip"
@@ -75,11 +74,11 @@ def check_obligation(module: ModuleOp) -> Provenance:
         ):
             check_programs(op)  # one program a chip, buffers sent once, received as sent
     prov = Provenance(module)
-    entries = _entries(module)
+    index = ModuleIndex(module)
+    entries = _entries(module, index)
     for solver in prov.solvers:
         for op in solver.root.walk(region_first=True):
             _check_op(prov, solver, op, entries)
-    index = ModuleIndex(module)
     for op in module.walk():
         if isinstance(op, AllReduceOp):
             check_coverage(op.partials, op, prov.top, index)
@@ -88,19 +87,14 @@ def check_obligation(module: ModuleOp) -> Provenance:
     return prov
 
 
-def _entries(module: ModuleOp) -> set[func.FuncOp]:
+def _entries(module: ModuleOp, index: ModuleIndex) -> set[func.FuncOp]:
     """The functions a host may call: the entry function tp-run binds (``@decode``, or the
     only one), and every function no call in the module resolves to."""
-    called = {
-        SymbolTable.lookup_symbol(op, op.callee)
-        for op in module.walk()
-        if isinstance(op, func.CallOp)
+    entries = {
+        op for op in module.walk() if isinstance(op, func.FuncOp) and op not in index.callers
     }
-    entries = {op for op in module.walk() if isinstance(op, func.FuncOp) and op not in called}
-    try:
-        entries.add(entry_function(module))
-    except BindError:
-        pass  # no single entry: every uncalled function is one
+    if index.entry is not None:
+        entries.add(index.entry)
     return entries
 
 

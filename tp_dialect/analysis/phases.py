@@ -173,13 +173,17 @@ def phase_order(
     """The statements' order phase by phase (indices into ``touches``, source order within a
     phase; phases by `phase_of`), and ``barrier_after[k]``: whether position k closes its
     phase."""
-    phases = phase_of(touches, times, order, barrier)
-    order_ = sorted(range(len(touches)), key=lambda i: (phases[i], i))
+    return arrange(phase_of(touches, times, order, barrier))
+
+
+def arrange(phases: Sequence[int]) -> tuple[list[int], list[bool]]:
+    """Statements with ``phases`` in program order phase by phase (source order within a
+    phase), and whether each position closes its phase."""
+    order = sorted(range(len(phases)), key=lambda i: (phases[i], i))
     barrier_after = [
-        k == len(order_) - 1 or phases[order_[k + 1]] != phases[order_[k]]
-        for k in range(len(order_))
+        k == len(order) - 1 or phases[order[k + 1]] != phases[order[k]] for k in range(len(order))
     ]
-    return order_, barrier_after
+    return order, barrier_after
 
 
 def span(phases: Sequence[int], times: Sequence[float], barrier: float = 0.0) -> float:

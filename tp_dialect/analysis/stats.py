@@ -6,19 +6,16 @@ them; a transfer by the value it moves); anything else is the prologue.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 
 from tp_dialect.analysis.touch import statements
 from tp_dialect.linalg_kinds import nbytes
-from tp_dialect.names import value_name
+from tp_dialect.names import layer_of, value_name
 from tp_dialect.ops import SectionOp, TransferOp
 from tp_dialect.program_ops import ChipProgramOp, CopyOp, LinkOp, RelayOp
 from tp_dialect.signature import entry_function
-
-_LAYER = re.compile(r"^l(\d+)_")
 
 
 @dataclass
@@ -42,8 +39,7 @@ def pipeline_stats(module: ModuleOp) -> list[LayerStats]:
     rows: dict[str, LayerStats] = {}
 
     def row(name: str) -> LayerStats:
-        m = _LAYER.match(name)
-        key = f"layer {m.group(1)}" if m else "prologue"
+        key = layer_of(name)
         return rows.setdefault(key, LayerStats(key))
 
     func = entry_function(module)

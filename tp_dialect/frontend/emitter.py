@@ -27,14 +27,8 @@ class TensorT:
         enc = f", {chip_text(self.chip)}" if self.chip is not None else ""
         return f"tensor<{dims}{self.dtype}{enc}>"
 
-    def on(self, chip: int | None) -> TensorT:
-        return TensorT(self.shape, self.dtype, chip)
-
     def reshaped(self, shape: Sequence[int]) -> TensorT:
         return TensorT(tuple(shape), self.dtype, self.chip)
-
-    def of(self, dtype: str) -> TensorT:
-        return TensorT(self.shape, dtype, self.chip)
 
 
 @dataclass(frozen=True)

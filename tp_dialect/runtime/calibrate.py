@@ -33,11 +33,9 @@ Topology ``all-to-all`` (every pair of ranks talks directly), ``max_chips`` the 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -48,12 +46,7 @@ from pathlib import Path
 import numpy as np
 
 from tp_dialect.analysis.machine import Machine
-from tp_dialect.runtime.launch import (
-    BLAS_THREAD_VARS,
-    find_mpiexec,
-    start,
-    threads_per_rank,
-)
+from tp_dialect.runtime.launch import find_mpiexec, rank_env, run_bounded
 
 
 class CalibrationError(RuntimeError):
@@ -180,7 +173,7 @@ def measure_stream(
     interpreter reads a ``[out, in]`` weight; each rank with cores/ranks BLAS threads, as
     ``tp-run --mpi`` gives them): a chip's memory bandwidth when ranks are its chips and
     share the node's memory. The slowest rank's rate; CalibrationError when MPI fails."""
-    env = {var: str(threads_per_rank(ranks)) for var in BLAS_THREAD_VARS}
+    env = rank_env(ranks)
     args = ["--stream", "--k", str(k), "--n", str(n), "--iters", str(repeat)]
     return _run_ranks(ranks, args, mpiexec, timeout, "memory stream", env)["bandwidth"]
 
@@ -198,19 +191,14 @@ def _run_ranks(
     exe = mpiexec or default_mpiexec()
     cmd = [exe, "-n", str(ranks), sys.executable, "-m", "tp_dialect.runtime.calibrate", *args]
     try:
-        # A session of its own: on a timeout the launcher and its ranks are killed together.
-        proc = start(cmd, {**os.environ, **(env or {})})
+        proc = run_bounded(cmd, env or os.environ, timeout)
     except FileNotFoundError:
         raise CalibrationError(f"MPI unavailable: no mpiexec at '{exe}'") from None
     except PermissionError:
         raise CalibrationError(f"MPI unavailable: cannot run '{exe}'") from None
-    try:
-        stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
         raise CalibrationError(f"MPI {what} timed out after {timeout:g} s ({exe})") from None
+    stdout, stderr = proc.stdout, proc.stderr
     if proc.returncode != 0:
         lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
         reason = lines[-1] if lines else f"exit code {proc.returncode}"

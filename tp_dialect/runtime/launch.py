@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -37,10 +39,14 @@ def rank_env(ranks: int, base: Mapping[str, str] | None = None) -> dict[str, str
     return env
 
 
-def start(cmd: Sequence[str], env: Mapping[str, str]) -> subprocess.Popen[str]:
-    """``cmd`` (an ``mpiexec`` line) started with its output captured as text, in a session of
-    its own, so that stopping it (``os.killpg``) stops its ranks with it."""
-    return subprocess.Popen(
+def run_bounded(
+    cmd: Sequence[str], env: Mapping[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """``cmd`` (an ``mpiexec`` line) run to its end with its output captured as text, in a
+    session of its own; past ``timeout`` seconds the whole session (the launcher and its
+    ranks) is killed and ``subprocess.TimeoutExpired`` raised. A missing or unrunnable
+    ``cmd`` raises as ``subprocess.Popen`` does."""
+    proc = subprocess.Popen(
         list(cmd),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -48,3 +54,11 @@ def start(cmd: Sequence[str], env: Mapping[str, str]) -> subprocess.Popen[str]:
         start_new_session=True,
         env=dict(env),
     )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):  # it may end as it times out
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(list(cmd), proc.returncode, out, err)

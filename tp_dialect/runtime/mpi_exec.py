@@ -70,12 +70,7 @@ def rank_of_pid(directory: str, pid: int) -> int | None:
 
 
 class MpiError(Exception):
-    """A one-line error of an MPI run. ``everywhere``: every rank raised it alike (a wrong
-    world size), so one rank says it and none needs to abort the others."""
-
-    def __init__(self, message: str, everywhere: bool = False) -> None:
-        super().__init__(message)
-        self.everywhere = everywhere
+    """A one-line error of an MPI run."""
 
 
 def load_mpi() -> ModuleType:
@@ -141,22 +136,21 @@ class MpiRun:
 def check_world(module: ModuleOp, size: int, relay: str) -> int:
     """The number of chips of ``module``'s per-chip programs, once a world of ``size`` ranks
     fits them (one per chip, plus the host for ``relay="host"``); raises MpiError
-    (``everywhere``) otherwise, before anything is loaded."""
+    otherwise (alike on every rank), before anything is loaded."""
     if relay not in RELAYS:
-        raise MpiError(f"unknown relay '{relay}' (one of {', '.join(RELAYS)})", everywhere=True)
+        raise MpiError(f"unknown relay '{relay}' (one of {', '.join(RELAYS)})")
     func = entry_function(module)
     chips = sorted(op.chip_index for op in func.body.block.ops if isinstance(op, ChipProgramOp))
     if not chips:
-        raise MpiError("the program has no per-chip programs to run on ranks", everywhere=True)
+        raise MpiError("the program has no per-chip programs to run on ranks")
     if chips != list(range(len(chips))):
-        raise MpiError(f"the programs' chips {chips} are not 0..{len(chips) - 1}", everywhere=True)
+        raise MpiError(f"the programs' chips {chips} are not 0..{len(chips) - 1}")
     want = len(chips) + (relay == "host")
     if size != want:
         host = " plus the host rank (--relay host)" if relay == "host" else ""
         raise MpiError(
             f"world size {size} does not fit the program: it has {len(chips)} chip(s){host}, "
-            f"so it runs on {want} rank(s)",
-            everywhere=True,
+            f"so it runs on {want} rank(s)"
         )
     return len(chips)
 
@@ -228,7 +222,7 @@ def run_mpi(
     single-process interpreter) and every rank's stats, None on the other ranks. ``inputs``
     is called on rank 0 only (its values are broadcast); ``source`` on chip ranks, each of
     which loads only its own share. A world that does not fit the programs raises MpiError
-    (``everywhere``) on every rank before anything is loaded; any other error is its rank's
+    on every rank alike before anything is loaded; any other error is its rank's
     own, and the caller must abort the world (`abort`)."""
     mpi = load_mpi()
     comm = mpi.COMM_WORLD if comm is None else comm

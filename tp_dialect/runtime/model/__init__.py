@@ -73,23 +73,6 @@ def model(
     return report, timeline
 
 
-def model_sectioned(
-    module: ModuleOp, machine: Machine, sequential: bool = False
-) -> tuple[ModelReport, Timeline]:
-    """`model` in phase mode (or, with ``sequential``, sequential mode)."""
-    return model(module, machine, "sequential" if sequential else "phase")
-
-
-def model_relay(module: ModuleOp, machine: Machine) -> tuple[ModelReport, Timeline]:
-    """`model` in relay mode."""
-    return model(module, machine, "relay")
-
-
-def model_dataflow(module: ModuleOp, machine: Machine) -> tuple[ModelReport, Timeline]:
-    """`model` in dataflow mode."""
-    return model(module, machine, "dataflow")
-
-
 __all__ = [
     "MODES",
     "NEEDS",
@@ -100,9 +83,6 @@ __all__ = [
     "default_mode",
     "lower_bound",
     "model",
-    "model_dataflow",
-    "model_relay",
-    "model_sectioned",
     "physical_bound",
     "require_stage",
     "stage_of",

@@ -24,14 +24,19 @@ from dataclasses import dataclass, field
 from xdsl.dialects import tensor
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir import BlockArgument, SSAValue
 
-from tp_dialect.analysis.cost import allreduce_link_time, least_allreduce_link_time, nbytes
+from tp_dialect.analysis.cost import (
+    VIEWS,
+    allreduce_link_time,
+    least_allreduce_link_time,
+    nbytes,
+)
 from tp_dialect.analysis.machine import Machine
 from tp_dialect.analysis.manifest import read_manifest
 from tp_dialect.analysis.values import origin, sent_values
 from tp_dialect.attrs import chip_of
-from tp_dialect.ops import ShardOp, UnshardOp, YieldOp
+from tp_dialect.ops import UnshardOp
 from tp_dialect.runtime.model.core import chips_of, placed_sections
 from tp_dialect.runtime.model.memory import Held, HeldKey, held_key, holdings, weight_bytes
 from tp_dialect.signature import entry_function
@@ -96,11 +101,6 @@ class PhysicalBound:
         }
 
 
-def _views() -> tuple[type[Operation], ...]:
-    """Ops that move no bytes of their own (the cost module's views)."""
-    return (tensor.ExpandShapeOp, tensor.CollapseShapeOp, tensor.EmptyOp, ShardOp, YieldOp)
-
-
 def physical_bound(
     module: ModuleOp,
     machine: Machine,
@@ -118,7 +118,7 @@ def physical_bound(
     written = [0.0] * n
     for section, chips in placed_sections(func):
         for inner in section.walk():
-            if isinstance(inner, _views()):
+            if isinstance(inner, VIEWS):
                 continue
             operands = list(inner.operands)
             if isinstance(inner, tensor.InsertSliceOp):
@@ -139,7 +139,7 @@ def physical_bound(
             parts = root.owner.parts if isinstance(root.owner, UnshardOp) else (root,)
             for part in parts:
                 made = origin(part)
-                if held_key(made, func) is not None or isinstance(made.owner, _views()):
+                if held_key(made, func) is not None or isinstance(made.owner, VIEWS):
                     continue  # stored in place (counted as its cache and entry), or a view
                 if isinstance(made, BlockArgument) or not isinstance(made.type, TensorType):
                     continue  # an argument handed back, a scalar

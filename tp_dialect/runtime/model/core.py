@@ -11,14 +11,13 @@ run.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
-from tp_dialect.analysis.cost import allreduce_link_time, nbytes, op_cost
+from tp_dialect.analysis.cost import Cost, allreduce_link_time, nbytes, op_cost
 from tp_dialect.analysis.machine import Machine
 from tp_dialect.analysis.touch import collective, is_constant, statements
 from tp_dialect.analysis.values import origin
@@ -39,8 +38,6 @@ NEEDS: dict[str, str] = {
     "dataflow": "programs",
 }
 """The stage each mode runs on: sections and transfers, or per-chip programs."""
-
-_LAYER = re.compile(r"^l(\d+)_")
 
 
 class ModelError(Exception):
@@ -104,24 +101,20 @@ def label_of(op: Operation) -> str:
     return ""
 
 
-def layer_of(label: str) -> str:
-    """The layer a label belongs to (``l3_...`` -> ``layer 3``); anything else is the
-    prologue (rope tables, positions: work done once a step)."""
-    m = _LAYER.match(label)
-    return f"layer {m.group(1)}" if m else "prologue"
-
-
 def layer_rank(layer: str) -> int:
     """Where a layer sorts: the prologue first, then layers by number."""
     return -1 if layer == "prologue" else int(layer.split()[1])
 
 
-def section_time(section: SectionOp, machine: Machine, n: int) -> tuple[float, str]:
+def section_time(
+    section: SectionOp, machine: Machine, n: int, cost: Cost | None = None
+) -> tuple[float, str]:
     """How long ``section`` takes on each of its chips, and its kind: ``compute``, or
     ``collective`` for an all-reduce (its adds, plus a ``ring``'s link time: the ring
-    exchanges inside the collective, so no transfer shows it)."""
+    exchanges inside the collective, so no transfer shows it). ``cost``: its `op_cost`, if
+    already known."""
     coll = collective(section)
-    compute = op_cost(section).time(machine)
+    compute = (cost or op_cost(section)).time(machine)
     if isinstance(coll, AllReduceOp):
         link = 0.0
         if coll.algorithm_name == "ring":
@@ -130,21 +123,21 @@ def section_time(section: SectionOp, machine: Machine, n: int) -> tuple[float, s
     return compute, "compute"
 
 
-def section_slice(
+def section_slices(
     section: SectionOp,
-    chip: int,
+    chips: Sequence[int],
     label: str,
     start: float,
     layer: str | None,
     n: int,
     machine: Machine,
-) -> Slice:
-    """``section`` running on ``chip`` from ``start``, as a timeline slice (its time and kind
-    from `section_time`, its FLOPs and bytes as arguments)."""
-    duration, kind = section_time(section, machine, n)
+) -> list[Slice]:
+    """``section`` running on each of ``chips`` from ``start``, as timeline slices (its time
+    and kind from `section_time`, its FLOPs and bytes as arguments), costed once."""
     cost = op_cost(section)
+    duration, kind = section_time(section, machine, n, cost)
     args = {"flops": cost.flops, "bytes": cost.bytes}
-    return Slice(f"chip {chip}", label, start, duration, kind, layer, args)
+    return [Slice(f"chip {c}", label, start, duration, kind, layer, args) for c in chips]
 
 
 def is_host_store(section: SectionOp) -> bool:

@@ -31,14 +31,14 @@ from tp_dialect.analysis.links import Link, Links, route
 from tp_dialect.analysis.machine import Machine
 from tp_dialect.analysis.programs import index_programs
 from tp_dialect.analysis.touch import captured
-from tp_dialect.names import value_name
+from tp_dialect.names import value_name, without_layer
 from tp_dialect.ops import SectionOp
 from tp_dialect.program_ops import LinkOp
 from tp_dialect.runtime.model.core import (
     ModelError,
     chips_of,
     label_of,
-    section_slice,
+    section_slices,
 )
 from tp_dialect.runtime.model.memory import MemEvent, program_streams
 from tp_dialect.runtime.model.report import ModelReport
@@ -136,7 +136,8 @@ def simulate_dataflow(
                     if t > start:
                         start, pred = t, made_by.get(value)
                 label = label_of(op)
-                piece = section_slice(op, c, label, start, report.layer(label).layer, n, machine)
+                layer = report.layer(label).layer
+                (piece,) = section_slices(op, [c], label, start, layer, n, machine)
                 node = _Node(piece.kind, label, start, start + piece.duration, pred)
                 slices.append(piece)
                 for result in op.outs:
@@ -228,13 +229,12 @@ def _waiting(op: SectionOp | LinkOp, ready: dict[SSAValue, float]) -> list[SSAVa
     return [v for v in values if isinstance(v.owner, LinkOp) and v not in ready]
 
 
-_LAYER_TAG = re.compile(r"^l\d+_")
 _CHIP_TAG = re.compile(r"(^|_)c\d+(?=_|$|\.)")
 
 
 def role(label: str) -> str:
     """What a label does, without its layer and chip: ``l3_c2_q`` -> ``q``."""
-    return _CHIP_TAG.sub("", _LAYER_TAG.sub("", label)).strip("_") or label
+    return _CHIP_TAG.sub("", without_layer(label)).strip("_") or label
 
 
 def _critical_path(ends: list[_Node], step: float) -> dict[str, object]:

@@ -23,8 +23,7 @@ from tp_dialect.runtime.model.core import (
     ModelError,
     chips_of,
     label_of,
-    section_slice,
-    section_time,
+    section_slices,
 )
 from tp_dialect.runtime.model.memory import MemEvent, sectioned_streams
 from tp_dialect.runtime.model.report import ModelReport
@@ -85,9 +84,9 @@ def simulate_sectioned(
                 timeline.flows.append(Flow(label, f"chip {op.src}", mid, f"chip {op.dst}", mid))
             else:
                 assert isinstance(op, SectionOp)
-                duration, _ = section_time(op, machine, n)
-                for c in op.chip_list:
-                    timeline.slices.append(section_slice(op, c, label, t, layer, n, machine))
+                pieces = section_slices(op, op.chip_list, label, t, layer, n, machine)
+                timeline.slices.extend(pieces)
+                duration = pieces[0].duration
             longest = max(longest, duration)
         t += longest + machine.barrier_latency  # every chip waits for every chip
     report.step_time = t

@@ -22,7 +22,7 @@ from tp_dialect.runtime.model.core import (
     ModelError,
     chips_of,
     label_of,
-    section_slice,
+    section_slices,
 )
 from tp_dialect.runtime.model.memory import MemEvent, program_streams
 from tp_dialect.runtime.model.report import ModelReport
@@ -116,7 +116,8 @@ def simulate_relay(
                 t = max(t, arrived[(name, c)])
         for section in segments[c][step.halt]:
             label = label_of(section)
-            piece = section_slice(section, c, label, t, report.layer(label).layer, n, machine)
+            layer = report.layer(label).layer
+            (piece,) = section_slices(section, [c], label, t, layer, n, machine)
             timeline.slices.append(piece)
             t += piece.duration
         free[c] = t

@@ -19,8 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tp_dialect.analysis.machine import Machine
+from tp_dialect.names import layer_of
 from tp_dialect.runtime.model.bounds import PhysicalBound
-from tp_dialect.runtime.model.core import layer_of, layer_rank
+from tp_dialect.runtime.model.core import layer_rank
 from tp_dialect.runtime.timeline import Slice, Timeline
 
 COMPUTE_KINDS = frozenset({"compute"})
@@ -148,7 +149,7 @@ def decompose(report: ModelReport, timeline: Timeline) -> None:
     t = 0.0
 
     def charge(cls: int, layer: str, span: float) -> None:
-        figures = report.layer(_label_for(layer))
+        figures = report.layers.setdefault(layer, LayerFigures(layer))
         figures.time += span
         if cls == 0:
             figures.compute += span
@@ -202,8 +203,3 @@ def decompose(report: ModelReport, timeline: Timeline) -> None:
         for lane in timeline.lanes
         if lane.startswith("chip ")
     ]
-
-
-def _label_for(layer: str) -> str:
-    """A label that `layer_of` maps back to ``layer``."""
-    return "" if layer == "prologue" else f"l{layer.split()[1]}_"
