@@ -1,7 +1,8 @@
 """tp's passes, one module each; `TP_PASSES` maps each pass name to its class.
 
-The lowering pipeline (DESIGN §3): tp-verify, tp-raise-allreduce, tp-fuse, tp-relocate,
-tp-transfers, tp-phase, tp-link-points, tp-relay; and tp-legalize (chip legality). Classes
+tp-split (an unsharded program over N chips, by a plan); the lowering pipeline (DESIGN §3):
+tp-verify, tp-raise-allreduce, tp-fuse, tp-relocate, tp-transfers, tp-phase, tp-link-points,
+tp-relay; and tp-legalize (chip legality). Classes
 are imported on demand, as xDSL's own registry does, so listing passes stays cheap.
 Beside them: `options` (typed options), `rewrites` (rewriter steps the patterns share) and
 `universe` (xDSL's ``xdsl.universe`` entry point: the dialect and these passes).
@@ -60,6 +61,12 @@ def _fuse() -> type[ModulePass]:
     return TpFuse
 
 
+def _split() -> type[ModulePass]:
+    from tp_dialect.passes.split import TpSplit
+
+    return TpSplit
+
+
 def _legalize() -> type[ModulePass]:
     from tp_dialect.passes.legalize import TpLegalize
 
@@ -67,6 +74,7 @@ def _legalize() -> type[ModulePass]:
 
 
 TP_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+    "tp-split": _split,
     "tp-verify": _verify,
     "tp-raise-allreduce": _raise_allreduce,
     "tp-fuse": _fuse,

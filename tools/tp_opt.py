@@ -13,6 +13,8 @@ whole or not at all.
 from __future__ import annotations
 
 import argparse
+import re
+import shlex
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -50,8 +52,24 @@ class _PassFlag(argparse.Action):
         option_string: str | None = None,
     ) -> None:
         name = self.dest.removeprefix("pass_flag:")
-        spec = name if values is None else f"{name}{{{values}}}"
+        spec = name if values is None else f"{name}{{{_quote_paths(values)}}}"
         namespace.flag_pipeline.append(spec)
+
+
+def _quote_paths(options: str) -> str:
+    """``key=value`` options with each bare value that is not a word or a number quoted, so
+    ``--tp-split="plan=plans/qwen3.json"`` reads as xDSL's ``plan="plans/qwen3.json"``."""
+    try:
+        tokens = shlex.split(options)
+    except ValueError:
+        return options  # unbalanced quotes: xDSL's parser says where
+    out = []
+    for token in tokens:
+        key, eq, value = token.partition("=")
+        if eq and not re.fullmatch(r"[A-Za-z0-9_+-]*|-?[0-9.]+(e-?[0-9]+)?", value):
+            value = '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        out.append(f"{key}{eq}{value}")
+    return " ".join(out)
 
 
 class TpOptMain(xDSLOptMain):

@@ -48,6 +48,12 @@ class TpReject(Enum):
     """A pass that needs sections (tp-transfers, tp-phase, ...) met a statement outside one."""
     NOT_LINKABLE = "not-linkable"
     """Per-chip programs cannot spell a collective's exchange (a ring all-reduce)."""
+    CANNOT_SPLIT = "cannot-split"
+    """tp-split: a cut value reaches an op that mixes along the cut, reads it otherwise than
+    through one axis, or has no propagation rule; or the program is already split."""
+    PLAN_MISMATCH = "plan-mismatch"
+    """tp-split: a plan entry that matches no argument, or a tensor it cannot cut (its rank,
+    or N not dividing the axis)."""
     DEADLOCK = "deadlock"
     """The relay: no chip can move before all have finished; each chip's halt is named."""
 
