@@ -89,7 +89,7 @@ def _refuse_split_input(module: ModuleOp) -> None:
     stated = module.attributes.get("tp.chips")
     if isinstance(stated, IntegerAttr) and stated.value.data != 1:
         raise TpReject.CANNOT_SPLIT.at(
-            None,
+            module,
             f"the module is already over {stated.value.data} chips: tp-split takes an "
             "unsharded program (tp-gen ... --unsharded)",
         )
@@ -144,6 +144,14 @@ class _Splitter:
             self.visit(op)
         for op in reversed(self.dead):
             self.rewriter.erase_op(op)
+        # Buffers the chips now make for themselves: the whole ones, left unread, go.
+        stale = [v.owner for v, _, _ in self.views if isinstance(v.owner, Operation)]
+        while stale:
+            op = stale.pop()
+            if op.parent is not None and all(not r.uses for r in op.results):
+                if isinstance(op, tensor.EmptyOp | linalg.FillOp | arith.ConstantOp):
+                    stale += [v.owner for v in op.operands if isinstance(v.owner, Operation)]
+                    self.rewriter.erase_op(op)
 
     def cut_weights(self) -> None:
         """Each argument the plan names gets its cut; each entry must name some argument."""
