@@ -1,0 +1,178 @@
+"""tp-split on Qwen3 by Hugging Face's own plan: the same program as the hand-written Megatron
+split (bitwise the same numbers at every stage, the same manifest up to names), and plans that
+cannot be read are one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from programs import program, tiny
+from test_manifest_stages import STAGES, _without_names
+
+from tp_dialect.analysis.manifest import read_manifest
+from tp_dialect.analysis.plan import PlanError, load_plan, parse_plan, shipped_plans
+from tp_dialect.diagnostics import TpDiagnostic
+from tp_dialect.passes.split import TpSplit
+from tp_dialect.passes.universe import lowered
+from tp_dialect.runtime.checkpoint import MemorySource, place_weights, random_inputs, random_weights
+from tp_dialect.runtime.reference import run_program
+from tp_dialect.universe import tp_context
+
+BIN = Path(sys.executable).parent
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(module: Any, position: int = 5) -> dict[str, np.ndarray]:
+    """``module`` run on seeded weights and inputs (the same for every program of a config:
+    they are drawn by port name)."""
+    weights = random_weights(module, 0)
+    placement = place_weights(module, MemorySource(weights), random_inputs(module, 1, position))
+    return run_program(module, placement.values, placement.placed, False)
+
+
+def split(chips: int, **cfg: Any) -> Any:
+    source = program(tiny(chips=1, **cfg).unsharded())
+    return lowered(source, f'tp-split{{chips={chips} plan="qwen3"}}')
+
+
+@pytest.mark.parametrize("chips", [1, 2, 4, 8])
+@pytest.mark.parametrize("batch", [1, 2])
+@pytest.mark.parametrize("stage", list(STAGES))
+def test_qwen3_split_by_the_hf_plan_is_the_megatron_program(
+    chips: int, batch: int, stage: str
+) -> None:
+    """Bitwise the hand-written split's outputs, at every stage of the pipeline after it."""
+    ours = split(chips, batch=batch, layers=1)
+    theirs = program(tiny(chips=chips, batch=batch, layers=1))
+    if STAGES[stage]:
+        ours, theirs = lowered(ours, STAGES[stage]), lowered(theirs, STAGES[stage])
+    got, want = run(ours), run(theirs)
+    assert sorted(got) == sorted(want)
+    for name in want:
+        assert np.array_equal(got[name], want[name]), name
+
+
+@pytest.mark.parametrize("chips", [2, 4])
+def test_qwen3_split_has_the_megatron_manifest_up_to_names(chips: int) -> None:
+    ours = _without_names(read_manifest(split(chips, layers=2)).to_json())
+    theirs = _without_names(read_manifest(program(tiny(chips=chips, layers=2))).to_json())
+
+    def canonical(data: dict[str, Any]) -> str:
+        return json.dumps(
+            {k: sorted(map(json.dumps, v)) if isinstance(v, list) else v for k, v in data.items()}
+        )
+
+    assert canonical(ours) == canonical(theirs)
+    assert len(ours["collectives"]) == 4  # o_proj and down_proj, two layers
+
+
+def test_split_program_is_certified_and_checked_by_tp_run(tmp_path: Path) -> None:
+    """The CLI path of the issue: tp-gen --unsharded | tp-opt --tp-split=... --tp-verify, then
+    tp-run --check against the unsharded program."""
+    gen = subprocess.run(
+        [str(BIN / "tp-gen"), "qwen3", "--preset", "tiny", "--unsharded", "--layers", "2"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    out = tmp_path / "split.mlir"
+    opt = subprocess.run(
+        [
+            str(BIN / "tp-opt"),
+            "--tp-split=chips=4 plan=plans/qwen3.json",
+            "--tp-verify",
+            "-o",
+            str(out),
+        ],
+        input=gen.stdout,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert opt.returncode == 0, opt.stderr
+    assert "tp.certificate" in out.read_text()
+    check = subprocess.run(
+        [str(BIN / "tp-run"), str(out), "--random-weights", "0", "--random-inputs", "1"]
+        + ["--position", "7", "--check"],
+        capture_output=True,
+        text=True,
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert check.stdout.count(" ok") == 5  # hidden_states and 2 x (key, value)
+
+
+def test_fused_gate_up_splits_by_packed_colwise(tmp_path: Path) -> None:
+    """A packed checkpoint tensor (gate and up side by side) cut two runs a chip."""
+    plan = ROOT / "plans" / "qwen3.json"
+    entries = json.loads(plan.read_text())
+    del entries["layers.*.mlp.gate_proj"], entries["layers.*.mlp.up_proj"]
+    entries["layers.*.mlp.gate_up_proj"] = "packed_colwise"
+    source = program(tiny(chips=1, fused_gate_up=True).unsharded())
+    module = source.clone()
+    path = tmp_path / "fused.json"
+    path.write_text(json.dumps(entries))
+    TpSplit(chips=4, plan=str(path)).apply(tp_context(), module)
+    got, want = run(module), run(program(tiny(chips=4, fused_gate_up=True)))
+    for name in want:
+        assert np.array_equal(got[name], want[name]), name
+
+
+def test_shipped_plans_load_by_name_and_match_hugging_face() -> None:
+    assert {"qwen3", "gpt2"} <= set(shipped_plans())
+    qwen3 = load_plan("qwen3")
+    styles = {e.pattern: e.style for e in qwen3.entries}
+    assert styles["layers.*.self_attn.o_proj"] == "rowwise"
+    assert styles["layers.*.mlp.gate_proj"] == "colwise"
+    assert qwen3.entry_for("model.layers.3.self_attn.q_proj.weight") is not None
+    assert qwen3.entry_for("model.layers.3.input_layernorm.weight") is None
+    assert qwen3.entry_for("model.layers.x.y.self_attn.q_proj.weight") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[1, 2]", "a plan is a non-empty JSON object"),
+        ("{", "not JSON"),
+        ('{"a.b": "sideways"}', 'style "sideways" is not one of'),
+        ('{"a.b": {"style": "colwise", "layout": "diagonal"}}', 'layout "diagonal"'),
+        ('{"a.b": {"style": "colwise", "parts": 2}}', "only packed_colwise takes 'parts'"),
+        ('{"a.b": {"style": "packed_colwise", "parts": 0}}', "parts must be a whole number"),
+        ('{"a..b": "colwise"}', "a pattern is dotted names"),
+        ('{"a.b": {"style": "colwise", "axis": 1}}', "unknown key 'axis'"),
+    ],
+)
+def test_bad_plans_are_one_line_errors(text: str, message: str) -> None:
+    with pytest.raises(PlanError) as err:
+        parse_plan(text, "p.json")
+    assert message in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_missing_plan_file_names_the_shipped_plans() -> None:
+    module = program(tiny(chips=1).unsharded()).clone()
+    with pytest.raises(TpDiagnostic, match="no plan file 'nope.json' \\(shipped plans: gpt2, "):
+        TpSplit(chips=2, plan="nope.json").apply(tp_context(), module)
+
+
+def test_tp_opt_refusal_is_located_one_line(tmp_path: Path) -> None:
+    """N not dividing the KV heads: refused where the reshape into heads would cut one."""
+    src = tmp_path / "u.mlir"
+    gen = [str(BIN / "tp-gen"), "qwen3", "--preset", "tiny", "--unsharded", "-o", str(src)]
+    subprocess.run(gen + ["--kv-heads", "2", "--heads", "8"], check=True)
+    proc = subprocess.run(
+        [str(BIN / "tp-opt"), str(src), "--tp-split=chips=4 plan=qwen3"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines[0].startswith(f"{src}:"), proc.stderr
+    assert "'tensor.expand_shape' reads %l0_q" in lines[0]
+    assert "the cut would fall inside a head [cannot-split]" in lines[0]
