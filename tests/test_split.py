@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (IR text is written out one op per line)
 """tp-split on Qwen3 by Hugging Face's own plan: the same program as the hand-written Megatron
 split (bitwise the same numbers at every stage, the same manifest up to names), and plans that
 cannot be read are one-line errors."""
@@ -176,3 +177,67 @@ def test_tp_opt_refusal_is_located_one_line(tmp_path: Path) -> None:
     assert lines[0].startswith(f"{src}:"), proc.stderr
     assert "'tensor.expand_shape' reads %l0_q" in lines[0]
     assert "the cut would fall inside a head [cannot-split]" in lines[0]
+
+
+MLP_WITH_BIAS = """builtin.module {
+  func.func @decode(%x: tensor<1x4xf32> {tp.name = "x", tp.role = "input"}, %up: tensor<4x4xf32> {tp.name = "up.weight"}, %ub: tensor<4xf32> {tp.name = "up.bias"}, %down: tensor<4x4xf32> {tp.name = "down.weight"}) -> tensor<1x4xf32> {
+    %z = arith.constant 0.0 : f32
+    %e = tensor.empty() : tensor<1x4xf32>
+    %zeros = linalg.fill ins(%z : f32) outs(%e : tensor<1x4xf32>) -> tensor<1x4xf32>
+    %h = linalg.generic {indexing_maps = [affine_map<(b, o, k) -> (b, k)>, affine_map<(b, o, k) -> (o, k)>, affine_map<(b, o, k) -> (b, o)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %up : tensor<1x4xf32>, tensor<4x4xf32>) outs(%zeros : tensor<1x4xf32>) {
+    ^bb0(%a: f32, %w: f32, %acc: f32):
+      %m = arith.mulf %a, %w : f32
+      %s = arith.addf %acc, %m : f32
+      linalg.yield %s : f32
+    } -> tensor<1x4xf32>
+    %hb = linalg.generic {indexing_maps = [affine_map<(b, o) -> (b, o)>, affine_map<(b, o) -> (o)>, affine_map<(b, o) -> (b, o)>], iterator_types = ["parallel", "parallel"]} ins(%h, %ub : tensor<1x4xf32>, tensor<4xf32>) outs(%e : tensor<1x4xf32>) {
+    ^bb0(%a: f32, %c: f32, %o: f32):
+      %r = arith.addf %a, %c : f32
+      linalg.yield %r : f32
+    } -> tensor<1x4xf32>
+    %y = linalg.generic {indexing_maps = [affine_map<(b, o, k) -> (b, k)>, affine_map<(b, o, k) -> (o, k)>, affine_map<(b, o, k) -> (b, o)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%hb, %down : tensor<1x4xf32>, tensor<4x4xf32>) outs(%zeros : tensor<1x4xf32>) {
+    ^bb0(%a: f32, %w: f32, %acc: f32):
+      %m = arith.mulf %a, %w : f32
+      %s = arith.addf %acc, %m : f32
+      linalg.yield %s : f32
+    } -> tensor<1x4xf32>
+    func.return %y : tensor<1x4xf32>
+  }
+}"""
+
+
+def _split_text(text: str, plan: dict[str, Any], tmp_path: Path) -> str:
+    from io import StringIO
+
+    from xdsl.printer import Printer
+
+    from tp_dialect.tools.source import parse_module
+
+    module = parse_module(tp_context(), text, "<test>")[0]
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    TpSplit(chips=2, plan=str(path)).apply(tp_context(), module)
+    out = StringIO()
+    Printer(stream=out).print_op(module)
+    return out.getvalue()
+
+
+def test_a_column_bias_is_certified_only_where_it_matches_the_row_split(tmp_path: Path) -> None:
+    """Fault injection on the coverage rule tp-split leans on: a colwise bias reaching the
+    row-split product is proven aligned with the weight's runs; the same program with the
+    bias's runs swapped between chips is refused."""
+    from tp_dialect.passes.verify import TpVerify
+    from tp_dialect.tools.source import parse_module
+
+    good = _split_text(MLP_WITH_BIAS, {"up": "colwise", "down": "rowwise"}, tmp_path)
+    TpVerify().apply(tp_context(), parse_module(tp_context(), good, "<good>")[0])
+    c0 = "%ub at #tp.slice<axis = 0, ranges = [(0, 2)]"
+    c1 = "%ub at #tp.slice<axis = 0, ranges = [(2, 2)]"
+    assert c0 in good and c1 in good
+    bad = good.replace(c0, "@@").replace(c1, c0).replace("@@", c1)
+    with pytest.raises(
+        TpDiagnostic,
+        match=r"holding \[\(2, 2\)\] of the summed axis where the "
+        r"weight's holds \[\(0, 2\)\].*\[slices-gap\]",
+    ):
+        TpVerify().apply(tp_context(), parse_module(tp_context(), bad, "<bad>")[0])

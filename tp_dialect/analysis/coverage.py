@@ -221,17 +221,131 @@ def contracted_slices(
             or tracer.reaches(init, calls, _weighty)
         ):
             raise Unproven(chip, f"an accumulator starting from %{value_name(init)}")
+    held: dict[int, tuple[tuple[int, int], ...]] = {}  # loop -> ranges a weight's shard holds
+    indirect: list[tuple[SSAValue, Calls, Sequence[object], str]] = []
     for operand, amap in zip(op.inputs, maps, strict=False):
         v, vcalls = tracer.exact(operand, calls)
         shard = v.owner
         if not isinstance(shard, ShardOp):
             if (via := tracer.reaches(v, vcalls, _is_shard)) is not None:
-                raise Unproven(chip, f"its slice through {via}")
+                indirect.append((v, vcalls, amap.data.results, via))
             continue
         weight, wcalls = tracer.exact(shard.source, vcalls)
         if not (isinstance(weight, BlockArgument) and isinstance(_op_of(weight), func.FuncOp)):
             raise Unproven(chip, f"a slice cut from %{value_name(weight)}, not from an argument")
-        yield from _covered(shard, weight, amap.data.results, reduced, chip)
+        for found in _covered(shard, weight, amap.data.results, reduced, chip):
+            expr = amap.data.results[found.axis]
+            if isinstance(expr, AffineDimExpr):
+                held[expr.position] = tuple(found.ranges)
+            yield found
+    for v, vcalls, exprs, via in indirect:
+        _aligned(v, vcalls, exprs, reduced, held, tracer, chip, via)
+
+
+def _aligned(
+    value: SSAValue,
+    calls: Calls,
+    exprs: Sequence[object],
+    reduced: set[int],
+    held: dict[int, tuple[tuple[int, int], ...]],
+    tracer: _Tracer,
+    chip: int,
+    via: str,
+) -> None:
+    """A contraction operand that derives from shards through elementwise work (a column-split
+    projection's bias, added before its activation): proven only when, along the summed axis,
+    every such shard holds exactly the runs the weight's own shard holds (the chip multiplies
+    matching parts), and no shard reaches it cut along another axis."""
+    sums = [
+        (axis, e.position)
+        for axis, e in enumerate(exprs)
+        if isinstance(e, AffineDimExpr) and e.position in reduced
+    ]
+    if len(sums) != 1 or sums[0][1] not in held:
+        raise Unproven(chip, f"its slice through {via}")
+    axis, loop = sums[0]
+    for runs in _cuts_along(value, axis, calls, tracer, chip, via):
+        if runs != held[loop]:
+            raise Unproven(
+                chip,
+                f"a slice through {via} holding {list(runs)} of the summed axis where the "
+                f"weight's holds {list(held[loop])}",
+            )
+
+
+def _cuts_along(
+    value: SSAValue, axis: int, calls: Calls, tracer: _Tracer, chip: int, via: str
+) -> Iterator[tuple[tuple[int, int], ...]]:
+    """The runs of ``value``'s ``axis`` each shard it derives from holds, followed back
+    through elementwise generics (by their indexing maps) and elementwise ``arith``;
+    Unproven through anything else that reaches a shard."""
+    value, calls = tracer.exact(value, calls)
+    owner = value.owner
+    if isinstance(owner, ShardOp):
+        if owner.slice.axis_index != axis:
+            raise Unproven(chip, f"its slice through {via}, cut along another axis")
+        yield tuple(owner.slice.ranges)
+        return
+    if not isinstance(owner, Operation) or not _moves(owner):
+        return  # a contraction, an all-reduce, a host input: no shard of its own
+    steps = _elementwise_sources(owner, value, axis)
+    if steps is None:
+        if tracer.reaches(value, calls, _is_shard) is not None:
+            raise Unproven(chip, f"its slice through {via}")
+        return
+    for source, source_axis, window in steps:
+        if source_axis is None:  # broadcast along the axis: must hold no shard
+            if tracer.reaches(source, calls, _is_shard) is not None or isinstance(
+                tracer.exact(source, calls)[0].owner, ShardOp
+            ):
+                raise Unproven(chip, f"its slice through {via}")
+            continue
+        if window is not None:
+            # A window of a chip's own tensor: where it sits in the whole tensor is not in the
+            # program (a packed projection's parts), so the runs it holds cannot be told.
+            if tracer.reaches(source, calls, _is_shard) is not None or isinstance(
+                tracer.exact(source, calls)[0].owner, ShardOp
+            ):
+                raise Unproven(chip, f"its slice through {via}, then a window of it")
+            continue
+        yield from _cuts_along(source, source_axis, calls, tracer, chip, via)
+
+
+def _elementwise_sources(
+    op: Operation, value: SSAValue, axis: int
+) -> list[tuple[SSAValue, int | None, tuple[int, int] | None]] | None:
+    """Where ``axis`` of ``value`` (a result of ``op``) comes from: each data operand, the
+    axis of it that feeds it (None: broadcast) and a static window on it; None when ``op`` is
+    not elementwise along that axis."""
+    if isinstance(op, linalg.GenericOp):
+        if any(str(it.data) != "parallel" for it in op.iterator_types.data):
+            return None
+        maps = [m.data for m in op.indexing_maps]
+        out = maps[len(op.inputs) + op.results.index(value)]  # type: ignore[arg-type]
+        expr = out.results[axis]
+        if not isinstance(expr, AffineDimExpr):
+            return None
+        found: list[tuple[SSAValue, int | None, tuple[int, int] | None]] = []
+        for operand, m in zip(op.operands, maps, strict=True):
+            at = [i for i, e in enumerate(m.results) if expr.position in e.used_dims()]
+            if len(at) > 1 or (at and not isinstance(m.results[at[0]], AffineDimExpr)):
+                return None
+            found.append((operand, at[0] if at else None, None))
+        return found
+    if isinstance(op, tensor.ExtractSliceOp):
+        offsets = op.static_offsets.get_values()
+        sizes = op.static_sizes.get_values()
+        strides = op.static_strides.get_values()
+        rank = len(getattr(value.type, "get_shape", lambda: ())())
+        if op.offsets or op.sizes or op.strides or rank != len(sizes) or strides[axis] != 1:
+            return None
+        return [(op.source, axis, (offsets[axis], sizes[axis]))]
+    shapes = {
+        tuple(getattr(v.type, "get_shape", lambda: ())()) for v in (*op.operands, *op.results)
+    }
+    if op.dialect_name() == "arith" and len(shapes) == 1 and op.regions == ():
+        return [(v, axis, None) for v in op.operands]
+    return None
 
 
 View = tuple[tuple[int, ...], ...]  # static (offsets, sizes, strides) of slices, outermost last

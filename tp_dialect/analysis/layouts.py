@@ -80,23 +80,27 @@ def window(cut: Split, offset: int, size: int) -> Window | str:
 
 def expand(cut: Split, sizes: Sequence[int], first_out: int) -> Split | str:
     """The cut after the split axis is expanded into dims ``sizes`` (output dims
-    ``first_out``...): it lands on the first dim longer than 1, every run whole rows of the
-    dims after it (a reshape into heads splits at head boundaries only)."""
-    lead = next((i for i, s in enumerate(sizes) if s > 1), len(sizes) - 1)
-    inner = 1
-    for s in sizes[lead + 1 :]:
-        inner *= s
-    ranges = []
-    for chip, runs in enumerate(cut.ranges):
-        for start, n in runs:
-            if start % inner or n % inner:
-                return (
-                    f"chip {chip}'s run [{start}, {start + n}) of axis {cut.axis} is not whole "
-                    f"blocks of {inner} (the dims {list(sizes[lead + 1 :])} after the one it "
-                    "splits): the cut would fall inside a head"
-                )
-        ranges.append(tuple((s // inner, n // inner) for s, n in runs))
-    return Split(first_out + lead, sizes[lead], tuple(ranges))
+    ``first_out``...): it lands on the outermost dim whose blocks (the dims after it) every run
+    holds whole, with only dims of 1 before it — a reshape into heads splits at head
+    boundaries only."""
+    for lead in range(len(sizes)):
+        inner = 1
+        for s in sizes[lead + 1 :]:
+            inner *= s
+        if all(s % inner == 0 and n % inner == 0 for runs in cut.ranges for s, n in runs):
+            ranges = tuple(tuple((s // inner, n // inner) for s, n in runs) for runs in cut.ranges)
+            return Split(first_out + lead, sizes[lead], ranges)
+        if sizes[lead] != 1:
+            start, n = next(
+                (s, n) for runs in cut.ranges for s, n in runs if s % inner or n % inner
+            )
+            chip = next(c for c, runs in enumerate(cut.ranges) if (start, n) in runs)
+            return (
+                f"chip {chip}'s run [{start}, {start + n}) of axis {cut.axis} is not whole "
+                f"blocks of {inner} (the dims {list(sizes[lead + 1 :])} after the one it "
+                "splits): the cut would fall inside a head"
+            )
+    raise AssertionError("the innermost dim holds any run whole")
 
 
 def collapse(cut: Split, sizes: Sequence[int], at: int, out_axis: int) -> Split | str:
