@@ -1,6 +1,7 @@
 """tp-gen: write a model's decode step as tp IR (Megatron split over N chips, or unsharded).
 
 ``tp-gen qwen3 --preset qwen3-8b --layers 1 --chips 4 -o layer.mlir [--manifest m.json]``
+``tp-gen gpt2 --preset gpt2 --unsharded -o gpt2.mlir`` (GPT-2 is generated unsharded only)
 """
 
 from __future__ import annotations
@@ -11,30 +12,48 @@ import sys
 from collections.abc import Sequence
 
 from tp_dialect.analysis.manifest import read_manifest
-from tp_dialect.frontend.qwen3 import PRESETS, GenError, Qwen3Config, generate
+from tp_dialect.frontend import gpt2, qwen3
+from tp_dialect.frontend.blocks import GenError
+from tp_dialect.frontend.models import ModelConfig, generate
 from tp_dialect.tools.common import UserError, run_tool, write_output
 from tp_dialect.tools.source import parse_module
 from tp_dialect.universe import tp_context
 
 _DIMS = ("hidden", "heads", "kv_heads", "head_dim", "intermediate")
+# The qwen3 flags a GPT-2 has no use for (no grouped KV heads, head_dim is hidden / heads,
+# c_attn is already one fused tensor, no split to fold): refused rather than ignored.
+_NOT_GPT2 = ("kv_heads", "head_dim", "fused_qkv", "fused_gate_up", "fold")
+_QWEN3_CHIPS = 2  # qwen3's default N
 
 
 def parser() -> argparse.ArgumentParser:
+    """tp-gen's command line: the family, its preset and overrides, the split, the outputs."""
     p = argparse.ArgumentParser(
         prog="tp-gen", description="Write a tensor-parallel decode step as tp IR."
     )
-    p.add_argument("model", choices=["qwen3"], help="the model family to generate")
-    p.add_argument("--preset", choices=sorted(PRESETS), default="tiny")
+    p.add_argument("model", choices=["qwen3", "gpt2"], help="the model family to generate")
+    p.add_argument(
+        "--preset",
+        choices=sorted({*qwen3.PRESETS, *gpt2.PRESETS}),
+        default="tiny",
+        help="qwen3: tiny, qwen3-8b; gpt2: tiny, gpt2",
+    )
     p.add_argument("--layers", type=int, default=1)
-    p.add_argument("--chips", type=int, default=2, help="N, the chips to split over")
+    p.add_argument(
+        "--chips",
+        type=int,
+        default=None,
+        help=f"N, the chips to split over (qwen3; default {_QWEN3_CHIPS})",
+    )
     p.add_argument("--batch", type=int, default=None)
     p.add_argument("--max-positions", type=int, default=None, help="KV cache length")
+    notes = {"kv_heads": " (qwen3)", "head_dim": " (qwen3)", "intermediate": " (gpt2: 4*hidden)"}
     for dim in _DIMS:
         p.add_argument(
             f"--{dim.replace('_', '-')}",
             type=int,
             default=None,
-            help=f"override the preset's {dim}",
+            help=f"override the preset's {dim}{notes.get(dim, '')}",
         )
     p.add_argument(
         "--dtype",
@@ -42,29 +61,42 @@ def parser() -> argparse.ArgumentParser:
         default="f32",
         help="element type of the weights (activations are f32)",
     )
-    p.add_argument("--unsharded", action="store_true", help="the plain single-chip program")
     p.add_argument(
-        "--fold", action="store_true", help="spell each all-reduce as the seed's left fold of adds"
+        "--unsharded", action="store_true", help="the plain single-chip program (gpt2: required)"
+    )
+    p.add_argument(
+        "--fold",
+        action="store_true",
+        help="spell each all-reduce as the seed's left fold of adds (qwen3)",
     )
     p.add_argument(
         "--fused-qkv",
         action="store_true",
-        help="one qkv_proj checkpoint tensor; each chip's slice is 3 ranges",
+        help="one qkv_proj checkpoint tensor; each chip's slice is 3 ranges (qwen3)",
     )
     p.add_argument(
         "--fused-gate-up",
         action="store_true",
-        help="one gate_up_proj checkpoint tensor; each chip's slice is 2 ranges",
+        help="one gate_up_proj checkpoint tensor; each chip's slice is 2 ranges (qwen3)",
     )
     p.add_argument("-o", "--output", default=None, help="output file (default: stdout)")
     p.add_argument("--manifest", default=None, help="also write the manifest as JSON here")
     return p
 
 
-def config_from(args: argparse.Namespace) -> Qwen3Config:
+def config_from(args: argparse.Namespace) -> ModelConfig:
+    """The config the flags ask for, of the family ``args.model`` names. Raises GenError
+    for a flag that family has no use for, or a config it refuses."""
+    if args.model == "gpt2":
+        return gpt2_config_from(args)
+    return qwen3_config_from(args)
+
+
+def qwen3_config_from(args: argparse.Namespace) -> qwen3.Qwen3Config:
+    """The Qwen3 config the flags ask for (split over ``--chips``, or unsharded)."""
     overrides: dict[str, int | str | bool] = {
         "layers": args.layers,
-        "chips": args.chips,
+        "chips": _QWEN3_CHIPS if args.chips is None else args.chips,
         "dtype": args.dtype,
         "fold": args.fold,
         "fused_qkv": args.fused_qkv,
@@ -73,8 +105,26 @@ def config_from(args: argparse.Namespace) -> Qwen3Config:
     for name in (*_DIMS, "batch", "max_positions"):
         if (value := getattr(args, name)) is not None:
             overrides[name] = value
-    cfg = Qwen3Config.preset(args.preset, **overrides)
+    cfg = qwen3.Qwen3Config.preset(args.preset, **overrides)
     return cfg.unsharded() if args.unsharded else cfg
+
+
+def gpt2_config_from(args: argparse.Namespace) -> gpt2.GPT2Config:
+    """The GPT-2 config the flags ask for: unsharded only. Raises GenError for a qwen3-only
+    flag, and for a split (no --unsharded, or --chips above 1), which is tp-split's job."""
+    for name in _NOT_GPT2:
+        if getattr(args, name) not in (None, False):
+            raise GenError(f"--{name.replace('_', '-')} does not apply to gpt2")
+    if not args.unsharded or (args.chips is not None and args.chips > 1):
+        raise GenError(
+            "tp-gen writes gpt2 unsharded only (--unsharded): the split program comes from "
+            'tp-opt --tp-split="chips=N plan=gpt2"'
+        )
+    overrides: dict[str, int | str] = {"layers": args.layers, "dtype": args.dtype}
+    for name in ("hidden", "heads", "intermediate", "batch", "max_positions"):
+        if (value := getattr(args, name)) is not None:
+            overrides[name] = value
+    return gpt2.GPT2Config.preset(args.preset, **overrides)
 
 
 def _main(argv: Sequence[str] | None) -> int:

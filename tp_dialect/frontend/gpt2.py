@@ -1,0 +1,353 @@
+"""GPT-2 decode as IR: the unsharded layer stack, by Hugging Face ``GPT2Model`` names.
+
+`generate(config)` writes one decode step over ``config.layers`` layers in func, linalg,
+tensor, arith and math: pre-norm blocks of LayerNorm (eps 1e-5, biased variance), fused
+q/k/v by one Conv1D ``c_attn`` (weights ``[in, out]``, ``y = x @ W + b``), multi-head
+attention over a fixed-size KV cache (no RoPE: positions are already in the hidden state),
+``c_proj``, and a ``c_fc`` → tanh-GELU → ``c_proj`` MLP, each with its residual. The final
+``ln_f``, embeddings and LM head are not included.
+
+Only the unsharded program is written here: its tensor-parallel form comes from
+``tp-opt --tp-split="chips=N plan=gpt2"``, which partitions it by named weight ports. So the
+IR is spelled as the Qwen3 generator spells it (the shared pieces of
+`tp_dialect.frontend.blocks`): a split propagates through one family's layer as through the
+other's.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+from xdsl.ir import Attribute
+
+from tp_dialect.frontend.blocks import (
+    IN_OUT,
+    DecodeFunction,
+    GenError,
+    attention,
+    cache_write,
+    collapse_heads,
+    config_attr_text,
+    config_fields,
+    expand,
+    linear,
+    residual,
+    split_cols,
+)
+from tp_dialect.frontend.emitter import Emitter, TensorT, Value, chip_hint
+from tp_dialect.frontend.family import Family
+
+PRESETS: dict[str, dict[str, int]] = {
+    # Small enough for property tests; 8 heads, so N = 1, 2, 4, 8 all split it by heads.
+    "tiny": dict(hidden=64, heads=8, max_positions=16),
+    # GPT-2 small (124M): 12 heads of 64; n_positions 1024.
+    "gpt2": dict(hidden=768, heads=12, max_positions=1024),
+}
+
+# The runtime knows no model: the program states each argument's role, decided here.
+GPT2 = Family(
+    name="gpt2",
+    inputs=("hidden_states", "position"),
+    caches=("past_key.", "past_value."),
+    cache_axis=2,  # [batch, heads, positions, head_dim]
+)
+
+
+@dataclass(frozen=True)
+class GPT2Config:
+    """What one generated GPT-2 decode step is: model dims and the weights' element type.
+    ``family`` is recorded with the rest in ``tp.config`` so a tool can tell the families
+    apart and regenerate the program."""
+
+    hidden: int
+    heads: int
+    intermediate: int
+    layers: int = 1
+    batch: int = 1
+    max_positions: int = 16
+    eps: float = 1e-5
+    dtype: str = "f32"  # weights' element type: f32 or bf16 (activations are f32)
+    family: str = "gpt2"
+
+    @classmethod
+    def preset(cls, name: str, **overrides: int | float | str) -> GPT2Config:
+        """The preset ``name`` with ``overrides``; the intermediate size is 4·hidden (as in
+        every GPT-2) unless given. Raises GenError for an unknown preset."""
+        if name not in PRESETS:
+            raise GenError(f"unknown gpt2 preset '{name}' (known: {', '.join(PRESETS)})")
+        values: dict[str, int | float | str] = {**PRESETS[name], **overrides}
+        values.setdefault("intermediate", 4 * int(values["hidden"]))
+        return cls(**values)  # type: ignore[arg-type]
+
+    @property
+    def head_dim(self) -> int:
+        """hidden / heads (`check` refuses a config where it is not whole)."""
+        return self.hidden // self.heads
+
+    def check(self) -> None:
+        """Refuse, naming the reason, what cannot be generated."""
+        if self.family != "gpt2":
+            raise GenError(f"a GPT-2 config's family is 'gpt2', got '{self.family}'")
+        for name in ("hidden", "heads", "intermediate", "layers", "batch", "max_positions"):
+            if getattr(self, name) <= 0:
+                raise GenError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.hidden % self.heads:
+            raise GenError(
+                f"heads ({self.heads}) must divide hidden ({self.hidden}): "
+                "head_dim is hidden / heads"
+            )
+        if self.dtype not in ("f32", "bf16"):
+            raise GenError(f"dtype must be f32 or bf16, got {self.dtype}")
+
+    def attr_text(self) -> str:
+        """The config as an MLIR dictionary attribute (how a module records its origin),
+        ``family = "gpt2"`` included."""
+        return config_attr_text(asdict(self))
+
+    @classmethod
+    def from_attr(cls, attr: Attribute) -> GPT2Config:
+        """The config a generated module recorded in its ``tp.config`` attribute."""
+        try:
+            return cls(**config_fields(attr))  # type: ignore[arg-type]
+        except TypeError as err:
+            raise GenError(f"tp.config does not describe a GPT-2 decode step: {err}") from None
+
+
+def weight_names(cfg: GPT2Config, layer: int) -> dict[str, tuple[int, ...]]:
+    """Hugging Face ``GPT2Model`` names and shapes of one layer's weights, in checkpoint
+    order; Conv1D weights are ``[in, out]``."""
+    p = f"h.{layer}."
+    h, i = cfg.hidden, cfg.intermediate
+    return {
+        p + "ln_1.weight": (h,),
+        p + "ln_1.bias": (h,),
+        p + "attn.c_attn.weight": (h, 3 * h),
+        p + "attn.c_attn.bias": (3 * h,),
+        p + "attn.c_proj.weight": (h, h),
+        p + "attn.c_proj.bias": (h,),
+        p + "ln_2.weight": (h,),
+        p + "ln_2.bias": (h,),
+        p + "mlp.c_fc.weight": (h, i),
+        p + "mlp.c_fc.bias": (i,),
+        p + "mlp.c_proj.weight": (i, h),
+        p + "mlp.c_proj.bias": (h,),
+    }
+
+
+def generate(cfg: GPT2Config) -> str:
+    """The unsharded decode step of ``cfg`` as MLIR text: a module (``tp.chips = 1``, the
+    config in ``tp.config``) holding one ``func.func @decode``. Raises GenError for a
+    config `GPT2Config.check` refuses."""
+    cfg.check()
+    return _Writer(cfg).module()
+
+
+def layer_norm(e: Emitter, hint: str, x: Value, w: Value, bias: Value, eps: float) -> Value:
+    """``(x - mean) / sqrt(var + eps) * w + bias`` over the last axis of ``x`` (biased
+    variance, as torch's LayerNorm), computed in f32: a sum, the centred values, their sum
+    of squares, then one map. Centring before squaring keeps the variance exact for rows
+    with a large mean, where E[x²] - E[x]² would cancel."""
+    xt = x.type
+    assert isinstance(xt, TensorT)
+    letters = "bcdefgh"[: len(xt.shape) - 1] + "z"
+    rows = letters[:-1]
+    rows_t = TensorT(xt.shape[:-1], "f32", xt.chip)
+    acc = e.filled(chip_hint("zeros", xt.chip), rows_t, e.scalar("zero", 0.0))
+    n = e.scalar(f"n{xt.shape[-1]}", float(xt.shape[-1]))
+    total = e.generic(
+        f"{hint}_sum",
+        [(x, letters)],
+        (acc, rows),
+        letters,
+        "z",
+        ["%s = arith.addf %acc, %x : f32", "linalg.yield %s : f32"],
+        ["x", "acc"],
+        doc="layer_norm",
+    )
+    centred = e.generic(
+        f"{hint}_centred",
+        [(x, letters), (total, rows)],
+        (xt, letters),
+        letters,
+        "",
+        [
+            f"%mean = arith.divf %s, {n} : f32",
+            "%c = arith.subf %x, %mean : f32",
+            "linalg.yield %c : f32",
+        ],
+        ["x", "s", "o"],
+        doc="layer_norm",
+    )
+    ss = e.generic(
+        f"{hint}_ss",
+        [(centred, letters)],
+        (acc, rows),
+        letters,
+        "z",
+        [
+            "%sq = arith.mulf %c, %c : f32",
+            "%s = arith.addf %acc, %sq : f32",
+            "linalg.yield %s : f32",
+        ],
+        ["c", "acc"],
+        doc="layer_norm",
+    )
+    eps_v = e.scalar("ln_eps", eps)
+    ext, wv, bv = [], "%w", "%bias"
+    for name, value in (("w", w), ("bias", bias)):
+        vt = value.type
+        assert isinstance(vt, TensorT)
+        if vt.dtype != "f32":
+            ext.append(f"%{name}32 = arith.extf %{name} : {vt.dtype} to f32")
+            if name == "w":
+                wv = "%w32"
+            else:
+                bv = "%bias32"
+    return e.generic(
+        hint,
+        [(centred, letters), (ss, rows), (w, "z"), (bias, "z")],
+        (xt, letters),
+        letters,
+        "",
+        [
+            *ext,
+            f"%var = arith.divf %ss, {n} : f32",
+            f"%v = arith.addf %var, {eps_v} : f32",
+            "%r = math.rsqrt %v : f32",
+            "%y = arith.mulf %c, %r : f32",
+            f"%yw = arith.mulf %y, {wv} : f32",
+            f"%res = arith.addf %yw, {bv} : f32",
+            "linalg.yield %res : f32",
+        ],
+        ["c", "ss", "w", "bias", "o"],
+        doc="layer_norm",
+    )
+
+
+def gelu_tanh(e: Emitter, hint: str, x: Value) -> Value:
+    """GELU's tanh approximation, GPT-2's ``gelu_new``:
+    ``0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))``, elementwise on ``x``'s chip."""
+    xt = x.type
+    assert isinstance(xt, TensorT)
+    letters = "bcdefgh"[: len(xt.shape)]
+    half = e.scalar("half", 0.5)
+    one = e.scalar("one", 1.0)
+    cubic = e.scalar("gelu_cubic", 0.044715)
+    root = e.scalar("sqrt_2_over_pi", math.sqrt(2.0 / math.pi))
+    return e.generic(
+        hint,
+        [(x, letters)],
+        (xt, letters),
+        letters,
+        "",
+        [
+            "%x2 = arith.mulf %x, %x : f32",
+            "%x3 = arith.mulf %x2, %x : f32",
+            f"%cx3 = arith.mulf %x3, {cubic} : f32",
+            "%inner = arith.addf %x, %cx3 : f32",
+            f"%arg = arith.mulf %inner, {root} : f32",
+            "%t = math.tanh %arg : f32",
+            f"%onet = arith.addf %t, {one} : f32",
+            f"%hx = arith.mulf %x, {half} : f32",
+            "%y = arith.mulf %hx, %onet : f32",
+            "linalg.yield %y : f32",
+        ],
+        ["x", "o"],
+        doc="gelu",
+    )
+
+
+class _Writer:
+    def __init__(self, cfg: GPT2Config) -> None:
+        self.cfg = cfg
+        self.fn = DecodeFunction(GPT2)
+        self.e = self.fn.e
+
+    def module(self) -> str:
+        cfg, e = self.cfg, self.e
+        x = self.fn.arg("hidden_states", TensorT((cfg.batch, cfg.hidden)))
+        pos = self.fn.arg("position", "i64")
+        for layer in range(cfg.layers):
+            e.comment(f"---- layer {layer} ----")
+            x = self.layer(layer, x, pos)
+        self.fn.results.insert(0, (x, "hidden_states"))
+        return self.fn.module(
+            f"// GPT-2 decode step: {cfg.layers} layer(s), unsharded. Generated by tp-gen.",
+            1,
+            cfg.attr_text(),
+        )
+
+    def weight(self, name: str, shape: Sequence[int]) -> Value:
+        return self.fn.arg(name, TensorT(tuple(shape), self.cfg.dtype))
+
+    def layer(self, i: int, x: Value, pos: Value) -> Value:
+        cfg, e = self.cfg, self.e
+        b, h, d, heads = cfg.batch, cfg.hidden, cfg.head_dim, cfg.heads
+        p, t = f"h.{i}.", f"l{i}"
+        w = {
+            name[len(p) :]: self.weight(name, shape) for name, shape in weight_names(cfg, i).items()
+        }
+        cache_t = TensorT((b, heads, cfg.max_positions, d))
+        past_k = self.fn.arg(f"past_key.{i}", cache_t)
+        past_v = self.fn.arg(f"past_value.{i}", cache_t)
+
+        xn = layer_norm(e, f"{t}_ln_1", x, w["ln_1.weight"], w["ln_1.bias"], cfg.eps)
+        idx = e.bind(f"{t}_pos", "index", f"arith.index_cast {pos} : i64 to index")
+        # One Conv1D gives q, k and v side by side: columns [0, h), [h, 2h), [2h, 3h).
+        qkv = linear(
+            e,
+            f"{t}_c_attn",
+            xn,
+            w["attn.c_attn.weight"],
+            TensorT((b, 3 * h)),
+            IN_OUT,
+            w["attn.c_attn.bias"],
+            f"{t}_qkv",
+        )
+        q2, k2, v2 = split_cols(e, t, qkv, [h, h, h], ["q", "k", "v"])
+        # Every head its own KV head (g = 1): the same [b, k, g, d] layout as Qwen3's GQA.
+        q4 = expand(e, f"{t}_q4", q2, (b, heads, 1, d))
+        k4 = expand(e, f"{t}_k4", k2, (b, heads, 1, d))
+        v4 = expand(e, f"{t}_v4", v2, (b, heads, 1, d))
+        kc = cache_write(e, f"{t}_present_k", k4, past_k, idx)
+        vc = cache_write(e, f"{t}_present_v", v4, past_v, idx)
+        attn = attention(e, t, q4, kc, vc, idx)
+        flat = collapse_heads(e, f"{t}_attn_flat", attn)
+        out = linear(
+            e,
+            f"{t}_attn_c_proj",
+            flat,
+            w["attn.c_proj.weight"],
+            TensorT((b, h)),
+            IN_OUT,
+            w["attn.c_proj.bias"],
+            f"{t}_attn_out",
+        )
+        x = residual(e, f"{t}_attn_res", x, out)
+        self.fn.results.extend([(kc, f"present_key.{i}"), (vc, f"present_value.{i}")])
+
+        xn2 = layer_norm(e, f"{t}_ln_2", x, w["ln_2.weight"], w["ln_2.bias"], cfg.eps)
+        fc = linear(
+            e,
+            f"{t}_c_fc",
+            xn2,
+            w["mlp.c_fc.weight"],
+            TensorT((b, cfg.intermediate)),
+            IN_OUT,
+            w["mlp.c_fc.bias"],
+            f"{t}_fc",
+        )
+        act = gelu_tanh(e, f"{t}_gelu", fc)
+        mlp = linear(
+            e,
+            f"{t}_mlp_c_proj",
+            act,
+            w["mlp.c_proj.weight"],
+            TensorT((b, h)),
+            IN_OUT,
+            w["mlp.c_proj.bias"],
+            f"{t}_mlp_out",
+        )
+        return residual(e, f"{t}_out", x, mlp)
