@@ -9,6 +9,7 @@ from benchmarks import (
     parse_print,
     passes_scaling,
     relay_scaling,
+    split,
 )
 
 
@@ -17,6 +18,7 @@ def main() -> None:
     decode_step.main()
     passes_scaling.main()
     relay_scaling.main()
+    split.main()
     model_qwen3.main()
     machine_sweep.main()
 

@@ -54,7 +54,7 @@ from tp_dialect.linalg_kinds import contraction
 from tp_dialect.names import value_name
 from tp_dialect.ops import AllReduceOp, ShardOp, UnshardOp
 from tp_dialect.reject import TpReject
-from tp_dialect.signature import NAME_ATTR, entry_function
+from tp_dialect.signature import NAME_ATTR, ROLE_ATTR, entry_function
 
 _DYNAMIC = -(2**63)  # MLIR's ShapedType::kDynamic in static offset/size arrays
 
@@ -134,6 +134,7 @@ class _Splitter:
         self.views: dict[tuple[SSAValue, Split | None, int], SSAValue] = {}
         self.dead: list[Operation] = []
         self.here: Operation | None = None
+        self.tails: dict[SSAValue, str] = {}  # an argument's part of its chips' copies' names
 
     # -- driving ---------------------------------------------------------------------------
 
@@ -160,6 +161,9 @@ class _Splitter:
         for arg, a in zip(self.fn.body.block.args, attrs, strict=False):
             named = a.data.get(NAME_ATTR)
             name = getattr(named, "data", None)
+            role = getattr(a.data.get(ROLE_ATTR), "data", "weight")
+            if isinstance(name, str):  # what a chip's copy is called: l0_q_weight_c1
+                self.tails[arg] = name.rsplit(".", 1)[-1] if role == "weight" else str(role)
             if not isinstance(name, str) or (entry := self.plan.entry_for(name)) is None:
                 continue
             used.add(entry.pattern)
@@ -251,7 +255,9 @@ class _Splitter:
             made = self.emit(linalg.FillOp(owner.inputs, [init], [local])).results[0]
         else:
             made = self.slice_of(v, cut, chip, local)
-        made.name_hint = _hint(v, chip)
+        # Named after the op that first needs it (so layer figures count it with its layer).
+        here = self.here.results[0] if self.here and self.here.results else v
+        made.name_hint = f"{value_name(here)}_{self.tails.get(v, value_name(v))}_c{chip}"
         self.views[key] = made
         return made
 

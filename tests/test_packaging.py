@@ -33,6 +33,10 @@ def test_regular_install_maps_passes_and_tools_under_tp_dialect(tmp_path: Path) 
     assert top == ["tp_dialect"], top
     assert (target / "tp_dialect" / "passes" / "__init__.py").is_file()
     assert (target / "tp_dialect" / "tools" / "tp_opt.py").is_file()
+    assert {p.name for p in (target / "tp_dialect" / "plans").iterdir()} >= {
+        "qwen3.json",
+        "gpt2.json",
+    }
     dist = next(target.glob("tp_dialect-*.dist-info"))
     entry_points = (dist / "entry_points.txt").read_text()
     assert "[xdsl.universe]" in entry_points
@@ -44,6 +48,8 @@ def test_regular_install_maps_passes_and_tools_under_tp_dialect(tmp_path: Path) 
             # every tool, so every subpackage it reaches must have been installed
             "import tp_dialect, tp_dialect.passes, tp_dialect.tools.tp_opt;"
             "import tp_dialect.tools.tp_gen, tp_dialect.tools.tp_run, tp_dialect.runtime.model;"
+            "from tp_dialect.analysis.plan import load_plan;"
+            "assert load_plan('gpt2').entries and load_plan('qwen3').entries;"
             "print(tp_dialect.__file__)",
         ],
         capture_output=True,

@@ -7,15 +7,15 @@
 // CHECK-LABEL: func.func @gqa
 // CHECK:         %q4_c0 = tensor.expand_shape %q_c0 {{.*}} output_shape [1, 1, 2, 2] : tensor<1x4xf32, #tp.chip<0>> into tensor<1x1x2x2xf32, #tp.chip<0>>
 // CHECK:         %k4_c1 = tensor.expand_shape %k_c1 {{.*}} output_shape [1, 1, 1, 2] : tensor<1x2xf32, #tp.chip<1>> into tensor<1x1x1x2xf32, #tp.chip<1>>
-// CHECK:         %cache_c0 = tp.shard %cache at #tp.slice<axis = 1, ranges = [(0, 1)], full = [1, 2, 4, 2]> : tensor<1x2x4x2xf32> -> tensor<1x1x4x2xf32, #tp.chip<0>>
-// CHECK-NEXT:    %present_c0 = tensor.insert_slice %k4_c0 into %cache_c0[0, 0, %idx, 0] [1, 1, 1, 2] [1, 1, 1, 1] : tensor<1x1x1x2xf32, #tp.chip<0>> into tensor<1x1x4x2xf32, #tp.chip<0>>
+// CHECK:         %present_cache_c0 = tp.shard %cache at #tp.slice<axis = 1, ranges = [(0, 1)], full = [1, 2, 4, 2]> : tensor<1x2x4x2xf32> -> tensor<1x1x4x2xf32, #tp.chip<0>>
+// CHECK-NEXT:    %present_c0 = tensor.insert_slice %k4_c0 into %present_cache_c0[0, 0, %idx, 0] [1, 1, 1, 2] [1, 1, 1, 1] : tensor<1x1x1x2xf32, #tp.chip<0>> into tensor<1x1x4x2xf32, #tp.chip<0>>
 // CHECK:         %scores_c0 = linalg.generic {{.*}} ins(%q4_c0, %present_c0 : tensor<1x1x2x2xf32, #tp.chip<0>>, tensor<1x1x4x2xf32, #tp.chip<0>>)
 // CHECK:         %flat_c1 = tensor.collapse_shape %scores_c1 {{.*}} : tensor<1x1x2x4xf32, #tp.chip<1>> into tensor<1x8xf32, #tp.chip<1>>
 // CHECK:         %present = tp.unshard %present_c0, %present_c1 slices [#tp.slice<axis = 1, ranges = [(0, 1)], full = [1, 2, 4, 2]>, #tp.slice<axis = 1, ranges = [(1, 1)], full = [1, 2, 4, 2]>]
 // CHECK-NEXT:    %flat = tp.unshard %flat_c0, %flat_c1 slices [#tp.slice<axis = 1, ranges = [(0, 8)], full = [1, 16]>, #tp.slice<axis = 1, ranges = [(8, 8)], full = [1, 16]>]
 // CHECK-NEXT:    func.return %present, %flat
 builtin.module {
-  func.func @gqa(%x: tensor<1x4xf32> {tp.name = "x"}, %pos: index {tp.name = "position"}, %wq: tensor<8x4xf32> {tp.name = "attn.q_proj.weight"}, %wk: tensor<4x4xf32> {tp.name = "attn.k_proj.weight"}, %cache: tensor<1x2x4x2xf32> {tp.name = "past_key.0"}) -> (tensor<1x2x4x2xf32>, tensor<1x16xf32>) {
+  func.func @gqa(%x: tensor<1x4xf32> {tp.name = "x"}, %pos: index {tp.name = "position"}, %wq: tensor<8x4xf32> {tp.name = "attn.q_proj.weight"}, %wk: tensor<4x4xf32> {tp.name = "attn.k_proj.weight"}, %cache: tensor<1x2x4x2xf32> {tp.name = "past_key.0", tp.role = "cache"}) -> (tensor<1x2x4x2xf32>, tensor<1x16xf32>) {
     %z = arith.constant 0.0 : f32
     %idx = arith.addi %pos, %pos : index
     %e8 = tensor.empty() : tensor<1x8xf32>

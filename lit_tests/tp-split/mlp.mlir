@@ -6,18 +6,18 @@
 // columns of down (rowwise: the input features); the spine reads the sum.
 // CHECK-LABEL: func.func @mlp
 // CHECK-NEXT:    %z = arith.constant
-// CHECK-NEXT:    %up_c0 = tp.shard %up at #tp.slice<axis = 0, ranges = [(0, 4)], full = [8, 4]> : tensor<8x4xf32> -> tensor<4x4xf32, #tp.chip<0>>
-// CHECK-NEXT:    %up_c1 = tp.shard %up at #tp.slice<axis = 0, ranges = [(4, 4)], full = [8, 4]> : tensor<8x4xf32> -> tensor<4x4xf32, #tp.chip<1>>
-// CHECK-NEXT:    %e8_c0 = tensor.empty() : tensor<1x4xf32, #tp.chip<0>>
-// CHECK-NEXT:    %zeros8_c0 = linalg.fill ins(%z : f32) outs(%e8_c0 : tensor<1x4xf32, #tp.chip<0>>)
-// CHECK-NEXT:    %h_c0 = linalg.generic {{.*}} ins(%x, %up_c0 : tensor<1x4xf32>, tensor<4x4xf32, #tp.chip<0>>) outs(%zeros8_c0
-// CHECK:         %h_c1 = linalg.generic {{.*}} ins(%x, %up_c1 : tensor<1x4xf32>, tensor<4x4xf32, #tp.chip<1>>)
-// CHECK:         %act_c0 = linalg.generic {{.*}} ins(%h_c0 : tensor<1x4xf32, #tp.chip<0>>) outs(%e8_c0
-// CHECK:         %act_c1 = linalg.generic {{.*}} ins(%h_c1 : tensor<1x4xf32, #tp.chip<1>>) outs(%e8_c1
-// CHECK:         %down_c0 = tp.shard %down at #tp.slice<axis = 1, ranges = [(0, 4)], full = [4, 8]> : tensor<4x8xf32> -> tensor<4x4xf32, #tp.chip<0>>
-// CHECK-NEXT:    %down_c1 = tp.shard %down at #tp.slice<axis = 1, ranges = [(4, 4)], full = [4, 8]>
-// CHECK:         %y_c0 = linalg.generic {{.*}} ins(%act_c0, %down_c0 : tensor<1x4xf32, #tp.chip<0>>, tensor<4x4xf32, #tp.chip<0>>) outs(%zeros4_c0
-// CHECK:         %y_c1 = linalg.generic {{.*}} ins(%act_c1, %down_c1 : tensor<1x4xf32, #tp.chip<1>>, tensor<4x4xf32, #tp.chip<1>>) outs(%zeros4_c1
+// CHECK-NEXT:    %h_weight_c0 = tp.shard %up at #tp.slice<axis = 0, ranges = [(0, 4)], full = [8, 4]> : tensor<8x4xf32> -> tensor<4x4xf32, #tp.chip<0>>
+// CHECK-NEXT:    %h_weight_c1 = tp.shard %up at #tp.slice<axis = 0, ranges = [(4, 4)], full = [8, 4]> : tensor<8x4xf32> -> tensor<4x4xf32, #tp.chip<1>>
+// CHECK-NEXT:    %h_e8_c0 = tensor.empty() : tensor<1x4xf32, #tp.chip<0>>
+// CHECK-NEXT:    %h_zeros8_c0 = linalg.fill ins(%z : f32) outs(%h_e8_c0 : tensor<1x4xf32, #tp.chip<0>>)
+// CHECK-NEXT:    %h_c0 = linalg.generic {{.*}} ins(%x, %h_weight_c0 : tensor<1x4xf32>, tensor<4x4xf32, #tp.chip<0>>) outs(%h_zeros8_c0
+// CHECK:         %h_c1 = linalg.generic {{.*}} ins(%x, %h_weight_c1 : tensor<1x4xf32>, tensor<4x4xf32, #tp.chip<1>>)
+// CHECK:         %act_c0 = linalg.generic {{.*}} ins(%h_c0 : tensor<1x4xf32, #tp.chip<0>>) outs(%h_e8_c0
+// CHECK:         %act_c1 = linalg.generic {{.*}} ins(%h_c1 : tensor<1x4xf32, #tp.chip<1>>) outs(%h_e8_c1
+// CHECK:         %y_weight_c0 = tp.shard %down at #tp.slice<axis = 1, ranges = [(0, 4)], full = [4, 8]> : tensor<4x8xf32> -> tensor<4x4xf32, #tp.chip<0>>
+// CHECK-NEXT:    %y_weight_c1 = tp.shard %down at #tp.slice<axis = 1, ranges = [(4, 4)], full = [4, 8]>
+// CHECK:         %y_c0 = linalg.generic {{.*}} ins(%act_c0, %y_weight_c0 : tensor<1x4xf32, #tp.chip<0>>, tensor<4x4xf32, #tp.chip<0>>) outs(%y_zeros4_c0
+// CHECK:         %y_c1 = linalg.generic {{.*}} ins(%act_c1, %y_weight_c1 : tensor<1x4xf32, #tp.chip<1>>, tensor<4x4xf32, #tp.chip<1>>) outs(%y_zeros4_c1
 // CHECK:         %y_sum = tp.allreduce %y_c0, %y_c1 : tensor<1x4xf32, #tp.chip<0>>, tensor<1x4xf32, #tp.chip<1>> -> tensor<1x4xf32>
 // CHECK-NEXT:    %out = arith.addf %x, %y_sum : tensor<1x4xf32>
 // CHECK-NEXT:    func.return %out

@@ -4,11 +4,11 @@
 // RUN: tp-opt %s --tp-split="chips=2 plan=%S/Inputs/conv1d.json" | filecheck %s
 
 // CHECK-LABEL: func.func @attn_proj
-// CHECK:         %w_c0 = tp.shard %w at #tp.slice<axis = 1, ranges = [(0, 2), (4, 2), (8, 2)], full = [4, 12]> : tensor<4x12xf32> -> tensor<4x6xf32, #tp.chip<0>>
-// CHECK-NEXT:    %w_c1 = tp.shard %w at #tp.slice<axis = 1, ranges = [(2, 2), (6, 2), (10, 2)], full = [4, 12]> : tensor<4x12xf32> -> tensor<4x6xf32, #tp.chip<1>>
-// CHECK:         %qkv_c0 = linalg.generic {{.*}} ins(%x, %w_c0 : tensor<1x4xf32>, tensor<4x6xf32, #tp.chip<0>>)
-// CHECK:         %b_c0 = tp.shard %b at #tp.slice<axis = 0, ranges = [(0, 2), (4, 2), (8, 2)], full = [12]> : tensor<12xf32> -> tensor<6xf32, #tp.chip<0>>
-// CHECK:         %qkvb_c0 = linalg.generic {{.*}} ins(%qkv_c0, %b_c0 : tensor<1x6xf32, #tp.chip<0>>, tensor<6xf32, #tp.chip<0>>)
+// CHECK:         %qkv_weight_c0 = tp.shard %w at #tp.slice<axis = 1, ranges = [(0, 2), (4, 2), (8, 2)], full = [4, 12]> : tensor<4x12xf32> -> tensor<4x6xf32, #tp.chip<0>>
+// CHECK-NEXT:    %qkv_weight_c1 = tp.shard %w at #tp.slice<axis = 1, ranges = [(2, 2), (6, 2), (10, 2)], full = [4, 12]> : tensor<4x12xf32> -> tensor<4x6xf32, #tp.chip<1>>
+// CHECK:         %qkv_c0 = linalg.generic {{.*}} ins(%x, %qkv_weight_c0 : tensor<1x4xf32>, tensor<4x6xf32, #tp.chip<0>>)
+// CHECK:         %qkvb_bias_c0 = tp.shard %b at #tp.slice<axis = 0, ranges = [(0, 2), (4, 2), (8, 2)], full = [12]> : tensor<12xf32> -> tensor<6xf32, #tp.chip<0>>
+// CHECK:         %qkvb_c0 = linalg.generic {{.*}} ins(%qkv_c0, %qkvb_bias_c0 : tensor<1x6xf32, #tp.chip<0>>, tensor<6xf32, #tp.chip<0>>)
 // The q, k and v windows: each chip's run of each, at 0, 2 and 4 in its own tensor.
 // CHECK:         %q_c0 = tensor.extract_slice %qkvb_c0[0, 0] [1, 2] [1, 1] : tensor<1x6xf32, #tp.chip<0>> to tensor<1x2xf32, #tp.chip<0>>
 // CHECK-NEXT:    %q_c1 = tensor.extract_slice %qkvb_c1[0, 0] [1, 2] [1, 1]
@@ -16,8 +16,8 @@
 // CHECK-NEXT:    %k_c1 = tensor.extract_slice %qkvb_c1[0, 2] [1, 2] [1, 1]
 // CHECK-NEXT:    %v_c0 = tensor.extract_slice %qkvb_c0[0, 4] [1, 2] [1, 1]
 // CHECK-NEXT:    %v_c1 = tensor.extract_slice %qkvb_c1[0, 4] [1, 2] [1, 1]
-// CHECK:         %p_c0 = tp.shard %p at #tp.slice<axis = 0, ranges = [(0, 2)], full = [4, 4]> : tensor<4x4xf32> -> tensor<2x4xf32, #tp.chip<0>>
-// CHECK:         %y_c0 = linalg.generic {{.*}} ins(%mix_c0, %p_c0 : tensor<1x2xf32, #tp.chip<0>>, tensor<2x4xf32, #tp.chip<0>>)
+// CHECK:         %y_weight_c0 = tp.shard %p at #tp.slice<axis = 0, ranges = [(0, 2)], full = [4, 4]> : tensor<4x4xf32> -> tensor<2x4xf32, #tp.chip<0>>
+// CHECK:         %y_c0 = linalg.generic {{.*}} ins(%mix_c0, %y_weight_c0 : tensor<1x2xf32, #tp.chip<0>>, tensor<2x4xf32, #tp.chip<0>>)
 // CHECK:         %y_sum = tp.allreduce %y_c0, %y_c1
 // CHECK-NEXT:    %yb = linalg.generic {{.*}} ins(%y_sum, %pb : tensor<1x4xf32>, tensor<4xf32>)
 // CHECK-NOT:     tp.shard %pb
