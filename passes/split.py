@@ -26,6 +26,7 @@ once, after its all-reduce. Anything else reading a cut value is refused.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -80,7 +81,15 @@ class TpSplit(ModulePass):
         except PlanError as err:
             raise TpDiagnostic(None, f"tp-split: {err}") from None
         _refuse_split_input(op)
-        _Splitter(entry_function(op), plan, self.chips).run()
+        # The walk creates N ops per op and frees none until the end: the cyclic collector's
+        # full passes over that growing heap would make the pass quadratic in layers.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            _Splitter(entry_function(op), plan, self.chips).run()
+        finally:
+            if collecting:
+                gc.enable()
         op.attributes["tp.chips"] = IntegerAttr(self.chips, i64)
 
 
