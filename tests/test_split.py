@@ -106,6 +106,29 @@ def test_split_program_is_certified_and_checked_by_tp_run(tmp_path: Path) -> Non
     )
     assert check.returncode == 0, check.stdout + check.stderr
     assert check.stdout.count(" ok") == 5  # hidden_states and 2 x (key, value)
+    # The model and per-layer figures take it as they take a generated program.
+    dry = subprocess.run(
+        [str(BIN / "tp-run"), str(out), "--dry-run", "--machine", "sn40l", "--mode", "all"],
+        capture_output=True,
+        text=True,
+    )
+    assert dry.returncode == 0, dry.stderr
+    assert "modelled step on 4 x sn40l" in dry.stdout
+    phased = tmp_path / "phased.mlir"
+    subprocess.run(
+        [str(BIN / "tp-opt"), str(out), "--tp-relocate", "--tp-transfers", "--tp-phase"]
+        + ["-o", str(phased)],
+        check=True,
+    )
+    stats = subprocess.run(
+        [str(BIN / "tp-run"), str(phased), "--random-weights", "0", "--random-inputs", "1"]
+        + ["--stats"],
+        capture_output=True,
+        text=True,
+    )
+    assert stats.returncode == 0, stats.stderr
+    rows = {line.split()[0] + line.split()[1] for line in stats.stdout.splitlines()[2:]}
+    assert {"layer0", "layer1"} <= rows
 
 
 def test_fused_gate_up_splits_by_packed_colwise(tmp_path: Path) -> None:
