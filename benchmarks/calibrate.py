@@ -1,10 +1,11 @@
 """Calibrate a ``local`` machine on this machine and write it as a machine file.
 
 ``python -m benchmarks.calibrate [-o local.json]`` measures (`tp_dialect.runtime.calibrate`)
-memory bandwidth and matmul FLOP/s with numpy, link latency and bandwidth with an MPI
-ping-pong between two ranks, and the reference interpreter's per-op overhead; prints every
-figure, and writes the machine file atomically (then checks `machine_from` reads it back), for
-``tp-run program.mlir --dry-run --machine local.json``.
+memory bandwidth, first touch of new memory and matmul FLOP/s with numpy, link latency and
+bandwidth with an MPI ping-pong between two ranks, and the reference interpreter's per-op
+overhead in a first step; prints every figure, and writes the machine file atomically (then
+checks `machine_from` reads it back), for ``tp-run program.mlir --dry-run --machine
+local.json``.
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ _UNITS: dict[str, tuple[str, float, str]] = {
     "link_bandwidth": ("MPI bandwidth (one way)", 1e9, "GB/s"),
     "barrier_latency": ("MPI barrier (2 ranks)", 1e-6, "us"),
     "host_copy_overhead": ("host copy overhead", 1e-6, "us"),
-    "interpreter_op_overhead": ("interpreter per op", 1e-6, "us"),
+    "op_overhead": ("per-op overhead (the model's)", 1e-6, "us"),
+    "first_touch_bandwidth": ("first touch of new memory", 1e9, "GB/s"),
+    "interpreter_op_overhead": ("interpreter per op (first step)", 1e-6, "us"),
     "interpreter_ops": ("  ops in the tiny step", 1.0, ""),
     "interpreter_step_seconds": ("  tiny step", 1e-3, "ms"),
     "max_chips": ("max chips (CPUs)", 1.0, ""),
@@ -71,6 +74,12 @@ def parser() -> argparse.ArgumentParser:
         help="ping-pong bandwidth message",
     )
     p.add_argument(
+        "--touch-mb",
+        type=at_least(0, float, strict=True),
+        default=8,
+        help="first-touch buffer, MB (the size of the caches the program's updates copy)",
+    )
+    p.add_argument(
         "--repeat", type=at_least(1, int), default=5, help="timed runs per figure (best kept)"
     )
     p.add_argument(
@@ -103,6 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             repeat=args.repeat,
             timeout=args.timeout,
             ranks=args.ranks,
+            touch_bytes=max(int(args.touch_mb * (1 << 20)), 4),
         )
         print(format_figures(figures))
         write_atomically(args.output, json.dumps(local_machine(figures), indent=1) + "\n")

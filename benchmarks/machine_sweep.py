@@ -2,7 +2,7 @@
 program with qwen3-8b dims (batch 1, bf16 weights, 2048 cache positions) over link latency
 0.5, 2, 5, 10 us x link bandwidth 25, 64, 200 GB/s x topology all-to-all and ring x N = 2..8
 (sn40l otherwise), for each fixed algorithm per-chip programs can hold (fold, oneshot,
-twoshot) and for ``auto`` (tp-relocate choosing per all-reduce by the machine model); the
+twoshot, ring) and for ``auto`` (tp-relocate choosing per all-reduce by the machine model); the
 best fixed algorithm and auto's ratio to it.
 
 qwen3-8b's 8 KV heads split over N = 2, 4, 8 only; for N = 3, 5, 6, 7 the program keeps
@@ -38,7 +38,7 @@ from tp_dialect.universe import tp_context
 LATENCIES = (0.5e-6, 2e-6, 5e-6, 10e-6)
 BANDWIDTHS = (25e9, 64e9, 200e9)
 TOPOLOGIES = ("all-to-all", "ring")
-FIXED = ("fold", "oneshot", "twoshot")
+FIXED = ("fold", "oneshot", "twoshot", "ring")
 
 
 def config(n: int, layers: int) -> Qwen3Config:
@@ -147,10 +147,11 @@ def main(layers: int = 2, chip_counts: tuple[int, ...] = (2, 3, 4, 5, 6, 7, 8)) 
         )
     print()
     print(
-        "| topology | latency us | bandwidth GB/s | N | fold | oneshot | twoshot | best fixed | "
-        "auto (its choice) | auto / best |"
+        "| topology | latency us | bandwidth GB/s | N | "
+        + " | ".join(FIXED)
+        + " | best fixed | auto (its choice) | auto / best |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|" + "---|" * len(FIXED) + "---|---|---|")
     for row in rows:
         print(row)
     print()

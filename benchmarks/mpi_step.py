@@ -1,18 +1,20 @@
 """A real-dims qwen3-8b layer (batch 1, f32, position 100) as MPI ranks, against the same
 program in one process, plain numpy, and the model calibrated on this machine.
 
-One run, side by side: the machine is calibrated for N = 1 and N = 2 ranks sharing it
-(`tp_dialect.runtime.calibrate`, or ``--machine FILE`` for both), one checkpoint of random
-weights is written as safetensors, and then:
+One run, side by side: one checkpoint of random weights is written as safetensors; for N = 1
+and then N = 2, the machine is calibrated for N ranks sharing it (`tp_dialect.runtime
+.calibrate`, first touch into buffers the size of the cache each chip's updates copy; or
+``--machine FILE`` for both) right before N is measured; then:
 
 - measured: ``tp-run --mpi N --stats`` for N = 1, 2 (each rank loads only its share of the
   checkpoint; the step is timed from every rank loaded to every rank done), median of
-  ``repeat`` launches, and each rank's peak RSS;
+  ``repeat`` launches (and their range), and each rank's peak RSS;
 - the single-process interpreter on the N = 2 per-chip programs, its step (median) and, in a
   process of its own, its peak RSS;
 - plain numpy (`benchmarks.numpy_qwen3`) on the full weights, median;
 - predicted: the model's dataflow step of the same per-chip programs on the calibrated
-  machine (direct links, as the ranks run).
+  machine (direct links, as the ranks run), and what chip 0's sections are charged for:
+  roofline, per-op overhead, first touch of the update copies' new buffers.
 
 ``python -m benchmarks.mpi_step [--machine local.json] [--repeat 3]``
 """
@@ -27,12 +29,15 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 from safetensors.numpy import save_file
+from xdsl.dialects.builtin import ModuleOp
 
 from benchmarks.numpy_qwen3 import baseline_step
+from tp_dialect.analysis.cost import first_touch_time, op_cost
 from tp_dialect.analysis.machine import Machine, machine_from
 from tp_dialect.frontend.qwen3 import Qwen3Config, generate
 from tp_dialect.passes.universe import lowered as lower
@@ -44,7 +49,9 @@ from tp_dialect.runtime.checkpoint import (
     random_weights,
 )
 from tp_dialect.runtime.model import model
+from tp_dialect.runtime.model.core import placed_sections
 from tp_dialect.runtime.reference import run_program
+from tp_dialect.signature import entry_function
 from tp_dialect.tools.common import at_least
 from tp_dialect.tools.source import parse_module
 from tp_dialect.universe import tp_context
@@ -113,34 +120,38 @@ def _single_rss(program: Path, weights: Path, inputs: Path) -> float:
     return float(out.strip().splitlines()[-1])
 
 
+def update_copy_bytes(module: ModuleOp) -> int:
+    """The largest buffer an update of ``module`` copies where updates copy (a chip's cache),
+    in bytes; 8 MiB when it has none."""
+    copied = [op_cost(op).copied / 2 for op in module.walk() if op.name == "tensor.insert_slice"]
+    return int(max(copied, default=8 << 20))
+
+
+def charges(module: ModuleOp, machine: Machine) -> tuple[float, float, float]:
+    """What chip 0's sections of ``module`` are charged on ``machine``, in seconds: their
+    roofline, their per-op overhead and the first touch of their update copies."""
+    func = entry_function(module)
+    costs = [op_cost(s) for s, chips in placed_sections(func) if 0 in chips]
+    bare = replace(machine, op_overhead=0.0, first_touch_bandwidth=0.0)
+    return (
+        sum(c.time(bare) for c in costs),
+        sum(c.ops for c in costs) * machine.op_overhead,
+        sum(first_touch_time(c, machine) for c in costs),
+    )
+
+
 def main(machine_path: str | None = None, repeat: int = 3) -> None:
     ctx = tp_context()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        machines: dict[int, Machine] = {}
-        for n in (1, 2):
-            path = machine_path
-            if path is None:  # a chip is one of n ranks sharing this machine's memory
-                path = str(work / f"local-{n}.json")
-                Path(path).write_text(json.dumps(local_machine(measure_local(ranks=n))))
-            machines[n] = m = machine_from(path)
-            print(
-                f"machine {m.name} for N={n}: memory {m.hbm_bandwidth / 1e9:.1f} GB/s a chip, "
-                f"{m.peak_flops / 1e9:.0f} GFLOP/s, link {m.link_latency * 1e6:.1f} us + "
-                f"{m.link_bandwidth / 1e9:.1f} GB/s, {m.op_overhead * 1e6:.1f} us/op",
-                flush=True,
-            )
         programs: dict[int, Path] = {}
-        predicted: dict[int, float] = {}
-        lowered = {}
+        lowered: dict[int, ModuleOp] = {}
         for n in (1, 2):
             cfg = Qwen3Config.preset("qwen3-8b", layers=1, chips=n)
             text = generate(cfg)
             programs[n] = work / f"qwen3-8b-n{n}.mlir"
             programs[n].write_text(text)
-            module = lower(parse_module(ctx, text, str(programs[n]))[0], LOWER)
-            lowered[n] = module
-            predicted[n] = model(module, machines[n], "dataflow")[0].step_time
+            lowered[n] = lower(parse_module(ctx, text, str(programs[n]))[0], LOWER)
         weights = random_weights(lowered[1], seed=0)
         inputs = random_inputs(lowered[1], seed=1, position=POSITION)
         ckpt, npz = work / "weights.safetensors", work / "inputs.npz"
@@ -148,13 +159,42 @@ def main(machine_path: str | None = None, repeat: int = 3) -> None:
         np.savez(npz, **inputs)
         print(f"checkpoint {ckpt.stat().st_size / 1e9:.2f} GB of random f32 weights", flush=True)
 
+        # Each N calibrated right before it is measured: this machine's memory moves by
+        # tens of percent within a minute (other virtual machines share its host).
+        predicted: dict[int, float] = {}
         measured: dict[int, float] = {}
         rss: dict[int, list[float]] = {}
         for n in (1, 2):
+            path = machine_path
+            if path is None:  # a chip is one of n ranks sharing this machine's memory
+                path = str(work / f"local-{n}.json")
+                figures = measure_local(ranks=n, touch_bytes=update_copy_bytes(lowered[n]))
+                Path(path).write_text(json.dumps(local_machine(figures)))
+            m = machine_from(path)
+            print(
+                f"machine {m.name} for N={n}: memory {m.hbm_bandwidth / 1e9:.1f} GB/s a chip, "
+                f"{m.peak_flops / 1e9:.0f} GFLOP/s, link {m.link_latency * 1e6:.1f} us + "
+                f"{m.link_bandwidth / 1e9:.1f} GB/s, {m.op_overhead * 1e6:.1f} us/op, "
+                f"first touch {m.first_touch_bandwidth / 1e9:.2f} GB/s",
+                flush=True,
+            )
+            predicted[n] = model(lowered[n], m, "dataflow")[0].step_time
+            roof, ops, touch = charges(lowered[n], m)
+            print(
+                f"model N={n}: step {predicted[n] * 1e3:.1f} ms; chip 0 charged roofline "
+                f"{roof * 1e3:.1f} ms + per-op {ops * 1e3:.1f} ms + first touch "
+                f"{touch * 1e3:.1f} ms",
+                flush=True,
+            )
             runs = [_mpi_step(programs[n], n, ckpt, npz) for _ in range(repeat)]
-            measured[n] = sorted(s for s, _ in runs)[repeat // 2]
+            steps = sorted(s for s, _ in runs)
+            measured[n] = steps[repeat // 2]
             rss[n] = runs[0][1]
-            print(f"MPI N={n}: step {measured[n] * 1e3:.1f} ms (median of {repeat})", flush=True)
+            print(
+                f"MPI N={n}: step {measured[n] * 1e3:.1f} ms (median of {repeat}; from "
+                f"{steps[0] * 1e3:.1f} to {steps[-1] * 1e3:.1f} ms)",
+                flush=True,
+            )
 
         module = lowered[2]
         placement = place_weights(module, SafetensorsSource(ckpt), inputs)

@@ -83,7 +83,10 @@ def _merge(head: SectionOp, tail: list[SectionOp], rewriter: PatternRewriter) ->
     # Inside the fused section the ops read each other's values, not the old sections' outs.
     for value, out in pairs:
         rewriter.replace_uses_with_if(out, value, lambda use: _within(use.operation, inside))
-    kept = [(v, r) for v, r in pairs if r.uses]
+    # A tail section may yield a value it only captured: an earlier section's out, which
+    # the fused section computes inside itself (yielding the out would yield its own result).
+    inner = {out: value for value, out in pairs}
+    kept = [(inner.get(v, v), r) for v, r in pairs if r.uses]
     yielded = [v for v, _ in kept]
     terminator = YieldOp(*yielded)
     fused = SectionOp(

@@ -29,9 +29,15 @@ from tp_dialect.certificate import kept
 from tp_dialect.names import value_name
 from tp_dialect.ops import SectionOp, TransferOp, YieldOp
 from tp_dialect.passes.options import ShimName, base_shim
+from tp_dialect.passes.preconditions import (
+    MAX_LOWERED_CHIPS,
+    chips_to_place,
+    entry_of,
+    not_programs,
+    replicated_within,
+)
 from tp_dialect.passes.rewrites import move_op
 from tp_dialect.shims import Shim, TensorParallelShim
-from tp_dialect.signature import entry_function
 
 
 @dataclass(frozen=True)
@@ -110,9 +116,9 @@ class TpFuse(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         base = base_shim("tp-fuse", self.shim)
+        func = entry_of(op, self.name)
         prov = Provenance(op)
         shim = TensorParallelShim(base, prov)
-        func = entry_function(op)
         groups, refusals = fusion_groups(func, shim)
         if self.report:
             for r in refusals:
@@ -122,6 +128,12 @@ class TpFuse(ModulePass):
                     f"[{shim.name()}]",
                     file=sys.stderr,
                 )
+        if groups:  # sections to write: on chips of a stated grid, a replicated one on each
+            not_programs(func, self.name)  # a program is no statement to fuse
+            n = chips_to_place(op, self.name)
+            for o in (o for g in groups for o in g) if n > MAX_LOWERED_CHIPS else ():
+                if prov.runs_everywhere(o):
+                    replicated_within(o, n, self.name)
         pattern = FuseGroup({g[-1]: g for g in groups}, prov)
         with kept(op):  # each op stays on its chip: the section is on the same one
             PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(op)

@@ -24,10 +24,9 @@ from tp_dialect.analysis.link_points import ChipPlan, link_points, runs_on
 from tp_dialect.analysis.provenance import Provenance
 from tp_dialect.analysis.touch import captured, collective, is_constant, statements
 from tp_dialect.certificate import kept
-from tp_dialect.grid import stated_chips
 from tp_dialect.ops import BarrierOp, SectionOp
+from tp_dialect.passes.preconditions import chips_to_lower, entry_of, not_programs
 from tp_dialect.program_ops import ChipProgramOp, FinishOp, LinkOp
-from tp_dialect.signature import entry_function
 
 
 def _host_outputs(func: FuncOp, sections: list[SectionOp], prov: Provenance) -> dict[SSAValue, int]:
@@ -138,5 +137,8 @@ class TpLinkPoints(ModulePass):
     name = "tp-link-points"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        func = entry_of(op, self.name)
+        not_programs(func, self.name)
+        n = chips_to_lower(op, self.name)  # a program for every chip
         with kept(op):  # every section runs where it ran; the programs only make it explicit
-            split_programs(entry_function(op), stated_chips(op) or 1, Provenance(op))
+            split_programs(func, n, Provenance(op))

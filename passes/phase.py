@@ -33,8 +33,8 @@ from tp_dialect.certificate import kept
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.grid import stated_chips
 from tp_dialect.ops import BarrierOp, SectionOp, TransferOp
+from tp_dialect.passes.preconditions import entry_of, not_programs
 from tp_dialect.reject import TpReject
-from tp_dialect.signature import entry_function
 
 PHASE_ATTR = "tp.phase"
 
@@ -101,5 +101,7 @@ class TpPhase(ModulePass):
             machine = machine_from(self.machine)
         except MachineError as err:
             raise TpDiagnostic(None, f"tp-phase: {err}") from None
+        func = entry_of(op, self.name)
+        not_programs(func, self.name)
         with kept(op):  # reordering only: nothing moves between chips
-            order_phases(entry_function(op), stated_chips(op) or 1, machine, self.order)
+            order_phases(func, stated_chips(op) or 1, machine, self.order)

@@ -4,7 +4,9 @@ Invariant: a left fold of adds over one partial per chip (in chip order, each pa
 chip, intermediate sums used only by the next add) is replaced by a single ``tp.allreduce``
 of those partials binding the fold's result; the fold's statements disappear. A fold that
 misses a chip, repeats one, is out of order or mixes in spine data is left as it is (and
-tp-verify says why).
+tp-verify says why). A ring fold — every chip once, in a cyclic rotation of chip order — is a
+valid all-reduce but is left as it is too: a ``tp.allreduce`` adds in chip order, so raising
+it would change how the sum rounds.
 """
 
 from __future__ import annotations
@@ -52,7 +54,8 @@ class RaiseFold(RewritePattern):
 
 @dataclass(frozen=True)
 class TpRaiseAllreduce(ModulePass):
-    """Raise each left fold of adds over one partial per chip into one tp.allreduce."""
+    """Raise each left fold of adds over one partial per chip, in chip order, into one
+    tp.allreduce (a rotated fold stays as written: its rounding is its own)."""
 
     name = "tp-raise-allreduce"
 
@@ -62,7 +65,7 @@ class TpRaiseAllreduce(ModulePass):
         folds = [
             f
             for f in find_folds(op)
-            if f.is_allreduce(n) and all(isinstance(o.parent_op(), FuncOp) for o in f.ops)
+            if f.in_chip_order(n) and all(isinstance(o.parent_op(), FuncOp) for o in f.ops)
         ]
         if not folds:
             return

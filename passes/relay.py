@@ -24,8 +24,8 @@ from xdsl.passes import ModulePass
 from tp_dialect.analysis.programs import check_programs, programs, schedule
 from tp_dialect.analysis.relay import Copy
 from tp_dialect.certificate import kept
+from tp_dialect.passes.preconditions import entry_of
 from tp_dialect.program_ops import CopyOp, RelayOp, RunToOp
-from tp_dialect.signature import entry_function
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,9 @@ class TpRelay(ModulePass):
     name = "tp-relay"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        func = entry_function(op)
+        func = entry_of(op, self.name)
+        if not programs(func):  # before any check of programs: there are none to check
+            schedule(func)  # refuses: run tp-link-points first
         # The old relay (if any) is rebuilt below: only the programs are checked, so it is
         # set aside for the check and put back where it was (also when the pass refuses).
         stale = [(o, o.next_op) for o in func.body.block.ops if isinstance(o, RelayOp)]

@@ -5,10 +5,14 @@ the statement did — a statement on the chip its results live on or derive from
 provenance, so a scalar read out of chip 1's tensor runs on chip 1), a spine statement on every
 chip (replicated, unmarked), an all-reduce as ONE section over all chips with its algorithm
 chosen (the seed's ``fold``: partials handed to chip 0, folded there, the sum stored as the
-replicated out; or ``ring``: the sum left on every chip), a host store over the chips of its
-parts. The seed's fold of adds is raised into that one all-reduce first; a fold that is not an
-all-reduce is refused (``fold-not-allreduce``), never lowered as two-way adds. Constants stay
-outside sections (every chip holds its own). The certificate is dropped: placement changed.
+replicated out; or ``ring``, ``oneshot``, ``twoshot``: the sum left on every chip), a host
+store over the chips of its parts. The seed's fold of adds is raised into that one all-reduce
+first; a fold that is not an all-reduce is refused (``fold-not-allreduce``), never lowered as
+two-way adds. A ring fold (every chip once, in a cyclic rotation of chip order) is an
+all-reduce that a ``tp.allreduce`` would round differently: it stays a fold, each add a
+statement on every chip (spine work), so every chip adds the partials in the fold's own order.
+Constants stay outside sections (every chip holds its own). The certificate is dropped:
+placement changed.
 """
 
 from __future__ import annotations
@@ -41,6 +45,12 @@ from tp_dialect.names import value_name
 from tp_dialect.ops import AllReduceOp, SectionOp, TransferOp, YieldOp
 from tp_dialect.passes.epilogue import FuseEpilogue
 from tp_dialect.passes.options import ShimName, base_shim
+from tp_dialect.passes.preconditions import (
+    MAX_LOWERED_CHIPS,
+    chips_to_place,
+    every_function,
+    replicated_within,
+)
 from tp_dialect.passes.raise_allreduce import TpRaiseAllreduce
 from tp_dialect.passes.rewrites import move_op, set_algorithm
 from tp_dialect.shims import TensorParallelShim
@@ -122,19 +132,32 @@ class TpRelocate(ModulePass):
                 machine = machine_from(self.machine)
             except MachineError as err:
                 raise TpDiagnostic(None, f"tp-relocate: {err}") from None
+        base = base_shim("tp-relocate", self.shim) if self.epilogue else None  # options first
+        every_function(op, self.name)
         # The seed's fold becomes ONE all-reduce section, never a chain of two-way adds.
         TpRaiseAllreduce().apply(ctx, op)
-        n = stated_chips(op) or 1
         prov = Provenance(op)  # the algorithms chosen next change no value's chips
+        # Every function's statements become sections, a replicated one listing every chip.
+        placed = [
+            s
+            for f in op.walk()
+            if isinstance(f, FuncOp) and f.body.blocks
+            for s in f.body.block.ops
+            if is_statement(s) and not isinstance(s, SectionOp | TransferOp)
+        ]
+        n = chips_to_place(op, self.name) if placed else (stated_chips(op) or 1)
         for fold in prov.folds:
-            if isinstance(fold.ops[0].parent_op(), FuncOp):
+            if isinstance(fold.ops[0].parent_op(), FuncOp) and not fold.is_allreduce(n):
                 raise fold.refusal(n)  # not an all-reduce: two-way adds would hide that
+        for stmt in placed if n > MAX_LOWERED_CHIPS else ():
+            if prov.runs_everywhere(stmt):
+                replicated_within(stmt, n, self.name)
         choose = ChooseAlgorithm(self.allreduce, n, machine, self.report)
         PatternRewriteWalker(choose, apply_recursively=False).rewrite_module(op)
         walker = PatternRewriteWalker(RelocateStatement(prov), apply_recursively=False)
         walker.rewrite_module(op)
-        if self.epilogue:
-            shim = TensorParallelShim(base_shim("tp-relocate", self.shim), prov)
+        if base is not None:
+            shim = TensorParallelShim(base, prov)
             fuse = PatternRewriteWalker(FuseEpilogue(shim), apply_recursively=False)
             fuse.rewrite_module(op)
         drop(op)
@@ -142,10 +165,11 @@ class TpRelocate(ModulePass):
 
 def _choose(reduce: AllReduceOp, n: int, machine: Machine, report: bool) -> str:
     """The linkable algorithm with the least modelled time for ``reduce`` on ``machine``
-    (the ring has no per-chip form, and a two-shot needs an axis to cut into N slices)."""
+    (a two-shot and a ring need an axis to cut into N slices; ties go to the earlier of
+    fold, oneshot, twoshot, ring)."""
     t = reduce.result.type
     assert isinstance(t, TensorType)
-    candidates = ("fold", "oneshot") + (("twoshot",) if split_axis(t, n) else ())
+    candidates = ("fold", "oneshot") + (("twoshot", "ring") if split_axis(t, n) else ())
     best, times = best_allreduce(t, n, machine, candidates)
     if report:
         listed = ", ".join(f"{a} {times[a] * 1e6:.2f} us" for a in candidates)

@@ -6,20 +6,33 @@ chip's first read; host values (weights, inputs, constants) cross nothing. With 
 all-reduce this shows the partials going to chip 0 and the sum coming back; with ``oneshot``
 every partial going to every chip. Existing transfers are honoured, so the pass is idempotent.
 
-A ``twoshot`` all-reduce is first spelled as ordinary statements (a reduce-scatter, then an
-all-gather) over a tensor cut into N slices along its longest axis (`cost.split_axis`):
+A ``twoshot`` or ``ring`` all-reduce is first spelled as ordinary statements (a
+reduce-scatter, then an all-gather) over a tensor cut into N slices along its longest axis
+(`cost.split_axis`):
 
 - on each chip c, for each chip s, slice s of its partial (``tensor.extract_slice``, chip c's);
-- on each chip s, the left fold of adds of slice s of every partial, in chip order — a valid
-  fold, so a spine value: the reduced slice s (bitwise slice s of the seed's fold);
-- on every chip, the reduced slices concatenated in order: the sum.
+- the reduce-scatter, each slice's sum a left fold of adds — a valid fold, so a spine value:
+  the reduced slice s, which ends on chip s. ``twoshot``: on chip s, slice s of every partial
+  in chip order, one section (bitwise slice s of the seed's fold). ``ring``: slice s starts on
+  chip s+1 as its own slice; at step t = 1..N-1, chip s+1+t (mod N) adds its own slice s to
+  the sum so far, which the chip before it sends it — one section per add, N sections a step
+  (one a chip), so the sum travels neighbour to neighbour and slice s is added in the cyclic
+  rotation s+1, s+2, ..., s of chip order (a ring fold: the same sum, rounded in that order);
+- on every chip, the reduced slices concatenated in order: the sum (the all-reduce's fused
+  epilogue, if any, after it in the same section).
 
-Transfers then move slice s of partial c from chip c to chip s and reduced slice s from chip s
-to every chip, so per-chip programs and the relay hold it like any other exchange.
+Transfers then move what each section reads to its chip: a twoshot's slice s of partial c
+from chip c to chip s, a ring's sum so far to the next chip, and each reduced slice s from
+chip s to every chip — the ring's all-gather too goes straight from chip s rather than hop by
+hop: a chip's program cannot pass on a copy it received without a section of its own between
+the two halts (tp-link-points sends what a section of the sender stored). Per-chip programs
+and the relay hold these like any other exchange. A ring whose tensor has no axis of N
+elements stays one collective (tp-link-points refuses it); a twoshot one is refused here.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -41,25 +54,26 @@ from tp_dialect.certificate import kept
 from tp_dialect.grid import stated_chips
 from tp_dialect.names import value_name
 from tp_dialect.ops import AllReduceOp, SectionOp, TransferOp, YieldOp
+from tp_dialect.passes.preconditions import entry_of, not_programs
 from tp_dialect.passes.rewrites import move_op, set_algorithm
 from tp_dialect.reject import TpReject
-from tp_dialect.signature import entry_function
 
 
-def twoshot_statements(section: SectionOp, reduce: AllReduceOp) -> list[Operation]:
-    """The statements replacing ``section`` (which holds the two-shot ``reduce``), in order,
-    built but not inserted, the last one yielding the sum and all ``section`` yields; raises
-    NOT_LINKABLE when the tensor has no axis of N elements to cut. Empty tensors the folds
-    write into come first (constants: every chip holds its own)."""
+def split_statements(section: SectionOp, reduce: AllReduceOp) -> list[Operation]:
+    """The statements replacing ``section`` (which holds the two-shot or ring ``reduce``), in
+    order, built but not inserted, the last one yielding the sum and all ``section`` yields;
+    raises NOT_LINKABLE when the tensor has no axis of N elements to cut. Empty tensors the
+    folds write into come first (constants: every chip holds its own)."""
     result_t = reduce.result.type
     assert isinstance(result_t, TensorType)
     n = len(reduce.partials)
+    algorithm = reduce.algorithm_name
     cut = split_axis(result_t, n)
     if cut is None:
         raise TpReject.NOT_LINKABLE.at(
             reduce,
-            f"a twoshot all-reduce of {result_t} over {n} chips needs an axis of at least "
-            f"{n} elements to give every chip a slice: choose another algorithm",
+            f"a {algorithm} all-reduce of {result_t} over {n} chips needs an axis of at "
+            f"least {n} elements to give every chip a slice: choose another algorithm",
         )
     label = section.label.data if section.label else value_name(reduce.result)
     axis, shape = cut.axis_index, list(result_t.get_shape())
@@ -73,34 +87,83 @@ def twoshot_statements(section: SectionOp, reduce: AllReduceOp) -> list[Operatio
             offsets[axis] = start
             cut_op = _extract(partial, offsets, sizes, c)
             piece = _section(f"{label}.p{c}s{s}", [c], [cut_op])
-            piece.outs[0].name_hint = f"{label}_p{c}s{s}"
+            piece.outs[0].name_hint = value_hint(f"{label}_p{c}s{s}")
             out.append(piece)
             pieces[s].append(piece.outs[0])
-    reduced: list[SSAValue] = []
+    empties: list[SSAValue] = []
     for s, (_, length) in enumerate(cut.ranges):
         sizes = shape.copy()
         sizes[axis] = length
-        slice_t = on_chip(TensorType(result_t.element_type, sizes), None)
-        empty = tensor.EmptyOp([], slice_t)
-        empty.results[0].name_hint = f"{label}_z{s}"
+        empty = tensor.EmptyOp([], on_chip(TensorType(result_t.element_type, sizes), None))
+        empty.results[0].name_hint = value_hint(f"{label}_z{s}")
         out.insert(s, empty)
-        adds: list[Operation] = []
-        acc = pieces[s][0]
-        for piece in pieces[s][1:]:
-            add = linalg.AddOp((acc, piece), (empty.results[0],), (slice_t,))
-            adds.append(add)
-            acc = add.results[0]
-        fold = _section(f"{label}.rs{s}", [s], adds)
-        fold.outs[0].name_hint = f"{label}_rs{s}"
-        out.append(fold)
-        reduced.append(fold.outs[0])
+        empties.append(empty.results[0])
+    scatter = _ring_scatter if algorithm == "ring" else _twoshot_scatter
+    reduced = scatter(label, pieces, empties, out)
     # The all-gather's section yields the sum in place of the all-reduce, and everything else
-    # ``section`` yielded: the all-reduce's fused epilogue, which `ExpandTwoshot` moves in.
+    # ``section`` yielded: the all-reduce's fused epilogue, which `ExpandSplit` moves in.
     gather = tensor.ConcatOp(reduced, axis, result_t)
     yielded = [gather.result if v is reduce.result else v for v in section.yield_op.values]
     body = Block([gather, YieldOp(*yielded)])
     out.append(SectionOp(section.chip_list, Region(body), [v.type for v in yielded], label))
     return out
+
+
+def _twoshot_scatter(
+    label: str, pieces: list[list[SSAValue]], empties: list[SSAValue], out: list[Operation]
+) -> list[SSAValue]:
+    """Slice s of every partial folded on chip s, in chip order, one section a slice
+    (appended to ``out``); the reduced slices."""
+    reduced: list[SSAValue] = []
+    for s, (first, *rest) in enumerate(pieces):
+        fold = _adds(f"{label}.rs{s}", f"{label}_rs{s}", s, first, rest, empties[s])
+        out.append(fold)
+        reduced.append(fold.outs[0])
+    return reduced
+
+
+def _ring_scatter(
+    label: str, pieces: list[list[SSAValue]], empties: list[SSAValue], out: list[Operation]
+) -> list[SSAValue]:
+    """The ring's N-1 steps (appended to ``out``, step by step): at step t chip s+1+t adds
+    its slice s to the sum so far of slice s, which started on chip s+1; the reduced slices,
+    slice s's last add on chip s."""
+    n = len(pieces)
+    sums = [pieces[s][(s + 1) % n] for s in range(n)]
+    for t in range(1, n):
+        for s in range(n):
+            chip = (s + 1 + t) % n
+            last = t == n - 1  # the reduced slice, named as the two-shot's
+            step, name = (f"rs{s}", f"rs{s}") if last else (f"rs{s}.t{t}", f"rs{s}t{t}")
+            add = _adds(
+                f"{label}.{step}", f"{label}_{name}", chip, sums[s], [pieces[s][chip]], empties[s]
+            )
+            out.append(add)
+            sums[s] = add.outs[0]
+    return sums
+
+
+def _adds(
+    label: str, name: str, chip: int, first: SSAValue, rest: list[SSAValue], into: SSAValue
+) -> SectionOp:
+    """A section on ``chip`` adding ``rest`` to ``first`` in order (a left fold of adds, each
+    writing into the spine tensor ``into``), its sum bound as ``name``."""
+    adds: list[Operation] = []
+    acc = first
+    for piece in rest:
+        add = linalg.AddOp((acc, piece), (into,), (into.type,))
+        adds.append(add)
+        acc = add.results[0]
+    section = _section(label, [chip], adds)
+    section.outs[0].name_hint = value_hint(name)
+    return section
+
+
+def value_hint(text: str) -> str:
+    """``text`` as a value name xDSL accepts (``[A-Za-z0-9_$.-]``, no digit first): a
+    section's label, or a value named after its op (``tp.allreduce#0``), may be neither."""
+    name = re.sub(r"[^A-Za-z0-9_$.-]", "_", text)
+    return name if name and not name[0].isdigit() else f"v{name}"
 
 
 def _extract(
@@ -119,25 +182,34 @@ def _extract(
     )
 
 
+SPLIT = ("twoshot", "ring")
+"""The algorithms tp-transfers spells as a reduce-scatter and an all-gather."""
+
+
 def _section(label: str, chips: Sequence[int], ops: list[Operation]) -> SectionOp:
     last = ops[-1].results[0]
     return SectionOp(chips, Region(Block([*ops, YieldOp(last)])), [last.type], label)
 
 
 @dataclass
-class ExpandTwoshot(RewritePattern):
-    """A section holding a two-shot all-reduce: its reduce-scatter and all-gather instead."""
+class ExpandSplit(RewritePattern):
+    """A section holding a two-shot or ring all-reduce: its reduce-scatter and all-gather
+    instead (a ring whose tensor no axis cuts into N slices stays as it is)."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not isinstance(op, SectionOp) or not isinstance(op.parent_op(), FuncOp):
             return
         reduce = collective(op)
-        if not isinstance(reduce, AllReduceOp) or reduce.algorithm_name != "twoshot":
+        if not isinstance(reduce, AllReduceOp) or reduce.algorithm_name not in SPLIT:
             return
         if len(reduce.partials) == 1:
             set_algorithm(rewriter, reduce, "fold")  # one chip: the partial is the sum
             return
-        statements = twoshot_statements(op, reduce)
+        result_t = reduce.result.type
+        assert isinstance(result_t, TensorType)
+        if reduce.algorithm_name == "ring" and split_axis(result_t, len(reduce.partials)) is None:
+            return  # the collective's own exchange: per-chip programs refuse it
+        statements = split_statements(op, reduce)
         rewriter.insert(statements, InsertPoint.before(op))
         gathered = statements[-1]
         assert isinstance(gathered, SectionOp)
@@ -173,13 +245,15 @@ class InsertTransfers(RewritePattern):
 
 @dataclass(frozen=True)
 class TpTransfers(ModulePass):
-    """Insert a tp.transfer for each (tensor, reader chip) that crosses, before its read; a
+    """Insert a tp.transfer for each (tensor, reader chip) that crosses, before its read,
+    once a two-shot or ring all-reduce is spelled as its reduce-scatter and all-gather; a
     statement outside a section is refused (``not-sectioned``)."""
 
     name = "tp-transfers"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        func = entry_function(op)
+        func = entry_of(op, self.name)
+        not_programs(func, self.name)
         for stmt in statements(func):
             if not isinstance(stmt, SectionOp | TransferOp):
                 raise TpReject.NOT_SECTIONED.at(
@@ -187,9 +261,10 @@ class TpTransfers(ModulePass):
                     f"'{stmt.name}' is not in a tp.section: run tp-relocate before placing "
                     "transfers",
                 )
-        # Copies, and a two-shot sum spelled as its valid folds: the obligation still holds.
+        # Copies, and a two-shot or ring sum spelled as its valid folds: the obligation
+        # still holds.
         with kept(op):
-            PatternRewriteWalker(ExpandTwoshot(), apply_recursively=False).rewrite_module(op)
+            PatternRewriteWalker(ExpandSplit(), apply_recursively=False).rewrite_module(op)
             plan: dict[Operation, list[ChipTransfer]] = {}
             for t in transfers(func, stated_chips(op) or 1):
                 plan.setdefault(t.reader, []).append(t)

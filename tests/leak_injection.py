@@ -6,7 +6,12 @@ mutation keeps the IR well typed (the op verifiers still pass, so it is tp-verif
 see the leak) and makes the program unsound in one of the ways the certificate promises to
 exclude:
 
-* ``swap-partial`` — an all-reduce or fold sums another chip's value in place of a partial;
+* ``swap-partial`` — an all-reduce or fold sums another chip's value in place of a partial
+  (in a fold, in chip order or a ring's rotation of it, that chip is then added twice);
+* ``break-fold`` (in `FOLD_MUTATORS`, with ``swap-partial``: for modules holding folds) — a
+  valid fold (in chip order, or a ring's cyclic rotation of it) with two partials swapped
+  into an order no rotation has (N >= 3), a partial sum read by one more op (where it is
+  computed, or on the chip a ring copies it to), or spine data in place of a partial;
 * ``drop-partial`` — a fold skips one chip's partial; an all-reduce over contractions of a
   weight's slices on two or more chips gets one chip's partial replaced by an empty tensor
   (its slice is not summed);
@@ -47,7 +52,7 @@ from xdsl.rewriter import Rewriter
 from xdsl.traits import IsolatedFromAbove, IsTerminator
 
 from tp_dialect.analysis.coverage import contracted_slices
-from tp_dialect.analysis.folds import find_folds
+from tp_dialect.analysis.folds import Fold, find_folds
 from tp_dialect.analysis.provenance import Provenance
 from tp_dialect.attrs import chip_of, on_chip
 from tp_dialect.grid import stated_chips
@@ -303,10 +308,11 @@ def swap_partial(module: ModuleOp, rng: random.Random) -> str | None:
     options = []
     for op, partials in _collectives(module):
         for c, p in enumerate(partials):
+            # Another chip than partial c's own (a ring's fold adds chip c+r at place c).
             others = [
                 v
                 for v in _chip_values(op)
-                if chip_of(v.type) != c and v.type.get_shape() == p.type.get_shape()
+                if chip_of(v.type) != chip_of(p.type) and v.type.get_shape() == p.type.get_shape()
             ]  # type: ignore[attr-defined]
             if others:
                 options.append((op, c, p, others))
@@ -327,6 +333,71 @@ def swap_partial(module: ModuleOp, rng: random.Random) -> str | None:
         index = 0 if c == 0 else 1
         holder.operands = [w if i == index else x for i, x in enumerate(holder.operands)]
     return f"partial #{c} replaced by chip {chip_of(w.type)}'s %{w.name_hint}"
+
+
+def _partial_slot(fold: Fold, k: int) -> tuple[Operation, int]:
+    """The add reading partial ``k`` of ``fold`` and the operand it reads it as."""
+    return (fold.ops[0], 0) if k == 0 else (fold.ops[k - 1], 1)
+
+
+def break_fold(module: ModuleOp, rng: random.Random) -> str | None:
+    n = stated_chips(module) or 1
+    folds = [f for f in find_folds(module) if f.is_allreduce(n)]
+    options: list[tuple[str, Fold, int, int]] = []
+    seen: dict[Operation, set[SSAValue]] = {}
+
+    def visible(value: SSAValue, op: Operation) -> bool:
+        if op not in seen:
+            seen[op] = set(visible_at(op))
+        return value in seen[op]
+
+    for fold in folds:
+        slots = [_partial_slot(fold, k) for k in range(len(fold.partials))]
+        for i in range(len(fold.partials)) if n >= 3 else ():
+            for j in range(i + 1, len(fold.partials)):
+                a, b = slots[i][0], slots[j][0]
+                if visible(fold.partials[j], a) and visible(fold.partials[i], b):
+                    options.append(("permute", fold, i, j))
+        for k in range(len(fold.ops) - 1):  # each partial sum, and its reader's copy
+            options += [("escape", fold, k, 0), ("escape", fold, k, 1)]
+        for k in range(1, len(fold.partials)):
+            options.append(("spine", fold, k, 0))
+    if not options:
+        return None
+    kind, fold, i, j = rng.choice(options)
+    if kind == "permute":
+        (a, ai), (b, bi) = _partial_slot(fold, i), _partial_slot(fold, j)
+        pa, pb = fold.partials[i], fold.partials[j]
+        a.operands = [pb if x == ai else v for x, v in enumerate(a.operands)]
+        b.operands = [pa if x == bi else v for x, v in enumerate(b.operands)]
+        chips = [chip_of(p.type) for p in fold.partials]
+        chips[i], chips[j] = chips[j], chips[i]
+        return f"fold's partials #{i} and #{j} swapped: chips {chips}, no rotation"
+    if kind == "escape":
+        # Read the partial sum where it is computed (j = 0), or where the next add reads it
+        # (j = 1): on the chip a ring sent it to, as that chip's received copy.
+        at = fold.ops[i + j]
+        value = at.results[0] if j == 0 else at.operands[0]
+        reader = arith.MulfOp(value, value)
+        block = at.parent_block()
+        assert block is not None
+        block.insert_op_after(reader, at)
+        where = "where it is computed" if j == 0 else "beside the next add"
+        return f"fold's partial sum #{i} (%{value.name_hint}) also read {where}"
+    add, slot = _partial_slot(fold, i)
+    p = fold.partials[i]
+    spine = [
+        v
+        for v in visible_at(add)
+        if _is_f32_tensor(v)
+        and chip_of(v.type) is None
+        and v.type.get_shape() == p.type.get_shape()  # type: ignore[attr-defined]
+    ]
+    if not spine:
+        return None
+    w = rng.choice(spine)
+    add.operands = [w if x == slot else v for x, v in enumerate(add.operands)]
+    return f"fold adds spine %{w.name_hint} in place of partial #{i}"
 
 
 def _contracted_shards(module: ModuleOp) -> list[tuple[Operation, int, ShardOp, SSAValue]]:
@@ -358,10 +429,11 @@ def drop_partial(module: ModuleOp, rng: random.Random) -> str | None:
         fold = rng.choice(folds)
         k = rng.randrange(1, len(fold.ops))  # an add whose left operand is a partial sum
         add = fold.ops[k]
+        skipped = chip_of(fold.partials[k + 1].type)
         add.results[0].replace_all_uses_with(add.operands[0])
         add.detach()
         add.erase()
-        return f"fold skips chip {k + 1}'s partial"
+        return f"fold skips chip {skipped}'s partial"
     op, c = rng.choice(contracted)
     p = op.operands[c]
     empty = tensor.EmptyOp([], p.type)
@@ -431,3 +503,7 @@ MUTATORS: dict[str, Mutator] = {
     "overlap-slices": overlap_slices,
     "move-argument": move_argument,
 }
+
+FOLD_MUTATORS: dict[str, Mutator] = {"break-fold": break_fold, "swap-partial": swap_partial}
+"""What breaks a fold of adds (a ring's rotated ones included): for modules that hold one
+(`MUTATORS` draws from every generated program, most of which hold none)."""

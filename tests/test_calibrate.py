@@ -8,7 +8,7 @@ import math
 import stat
 import subprocess
 import sys
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
@@ -18,6 +18,7 @@ from tp_dialect.frontend.qwen3 import Qwen3Config, generate
 from tp_dialect.runtime.calibrate import (
     CalibrationError,
     local_machine,
+    measure_interpreter,
     measure_local,
     measure_pingpong,
     measure_stream,
@@ -41,6 +42,7 @@ TINY = {
     "message_bytes": 1 << 12,
     "iters": 5,
     "stream_shape": (64, 256),
+    "touch_bytes": 1 << 16,
     "repeat": 2,
     "timeout": 60.0,
 }
@@ -51,6 +53,7 @@ TINY_ARGS = [
     "--message-mb=0.01",
     "--repeat=2",
     "--timeout=60",
+    "--touch-mb=0.0625",
 ]
 
 
@@ -72,6 +75,7 @@ def test_machine_file_has_only_machine_fields(figures: dict[str, float]) -> None
     assert machine["name"] == "local" and machine["topology"] == "all-to-all"
     assert "interpreter_op_overhead" not in machine
     assert machine["op_overhead"] == figures["interpreter_op_overhead"]
+    assert machine["first_touch_bandwidth"] == figures["first_touch_bandwidth"]
 
 
 def test_cli_writes_a_file_machine_from_reads(
@@ -165,11 +169,24 @@ def test_cli_reports_missing_mpi_in_one_line(
 
 
 def test_ranks_streaming_at_once_each_report_a_rate(tmp_path: Path) -> None:
-    """One and two ranks streaming a weight at once each give a positive finite rate (how
-    they compare depends on the load of the machine, so it is not asserted); no launcher is
-    a one-line CalibrationError."""
+    """One and two ranks streaming a weight at once each give a positive finite rate, and a
+    first-touch rate (how they compare depends on the load of the machine, so it is not
+    asserted); no launcher is a one-line CalibrationError."""
     for ranks in (1, 2):
-        rate = measure_stream(ranks, k=256, n=4096, repeat=3)
-        assert 0 < rate and math.isfinite(rate), ranks
+        rates = measure_stream(ranks, k=256, n=4096, repeat=3, touch_bytes=1 << 16)
+        assert set(rates) == {"bandwidth", "first_touch"}
+        assert all(0 < r and math.isfinite(r) for r in rates.values()), ranks
     with pytest.raises(CalibrationError, match="MPI unavailable: no mpiexec at"):
         measure_stream(2, mpiexec=str(tmp_path / "nope"), k=8, n=8, repeat=1)
+
+
+def test_the_interpreter_is_timed_on_a_first_step_less_its_roofline() -> None:
+    """A first step makes every op's plan: it costs more per op than the same step run
+    again. The figure is time besides the roofline on the machine given, so a slower
+    machine (more roofline) leaves less per op, never below zero."""
+    sn40l = machine_from("sn40l")
+    fast = measure_interpreter(sn40l, repeat=1)
+    assert fast["ops"] > 50 and fast["per_op"] > 0
+    assert fast["per_op"] * fast["ops"] <= fast["step_seconds"]
+    slow = replace(sn40l, hbm_bandwidth=1.0, peak_flops=1.0)  # the roofline is all of it
+    assert measure_interpreter(slow, repeat=1)["per_op"] == pytest.approx(1e-9 / fast["ops"])

@@ -228,7 +228,6 @@ def test_bad_machine_files_are_one_line_errors(
         (["--mode", "phse"], "unknown mode 'phse' in --mode"),
         (["--mode", "phase,bogus"], "unknown mode 'bogus' in --mode"),
         (["--allreduce", "rng"], "unknown all-reduce algorithm 'rng'"),
-        (["--mode", "dataflow", "--allreduce", "ring"], "not-linkable"),
     ],
 )
 def test_bad_model_flags_are_one_line_errors(small: Path, args: list[str], message: str) -> None:

@@ -31,7 +31,10 @@ def test_pipeline_keeps_the_numbers(chips: int, algorithm: str) -> None:
     before, after = run_program(source, values), run_program(lowered, values)
     unsharded = run_program(program(cfg.unsharded()), values)
     for name in before:
-        np.testing.assert_array_equal(after[name], before[name])
+        if algorithm == "ring":  # its rotated folds round otherwise than the seed's sum
+            np.testing.assert_allclose(after[name], before[name], rtol=1e-5, atol=1e-5)
+        else:
+            np.testing.assert_array_equal(after[name], before[name])
         np.testing.assert_allclose(after[name], unsharded[name], rtol=1e-5, atol=1e-5)
 
     rows = {r.layer: r for r in pipeline_stats(lowered)}
@@ -43,7 +46,10 @@ def test_pipeline_keeps_the_numbers(chips: int, algorithm: str) -> None:
             assert r.transfers == 2 * 2 * (chips - 1)
             assert r.bytes_moved == r.transfers * partial_bytes
         else:
-            assert r.transfers == 0
+            # Spelled out: N slices of N partials a hop (reduce-scatter), then N slices to
+            # N-1 chips (all-gather); each 1/N of the tensor: the seed's bytes.
+            assert r.transfers == 2 * 2 * chips * (chips - 1)
+            assert r.bytes_moved == 2 * 2 * (chips - 1) * partial_bytes
         assert r.phases and r.sections > chips
 
 

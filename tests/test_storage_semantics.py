@@ -29,7 +29,7 @@ from ir_helpers import SETTINGS, apply, check_ir, parse
 from programs import program, tiny
 from random_programs import Program, programs
 
-from tp_dialect.ops import ShardOp
+from tp_dialect.ops import AllReduceOp, ShardOp
 from tp_dialect.runtime.checkpoint import random_inputs, random_weights
 from tp_dialect.runtime.reference import run_program
 from tp_dialect.tools import tp_run
@@ -177,7 +177,8 @@ def test_phased_random_programs_keep_their_numbers_under_storage_semantics(
 ) -> None:
     """Invariant: the source program under value semantics computes the numpy model's outputs;
     after [tp-raise-allreduce,] tp-relocate (fold or ring), tp-transfers, tp-phase it computes
-    exactly the same outputs under storage semantics, and (fold) so do its per-chip programs
+    the same outputs (ring: to f32 rounding) under storage semantics, and so do its per-chip
+    programs (a ring that could not be spelled out stays one collective: none)
     after tp-link-points, run under the relay; the caller's inputs are never written."""
     want = run_program(parse(prog.text()), prog.inputs)
     for name, expected in prog.expected.items():
@@ -187,8 +188,14 @@ def test_phased_random_programs_keep_their_numbers_under_storage_semantics(
     spec = ("tp-raise-allreduce," if raise_first else "") + PHASED % algorithm
     apply(module, spec)
     check_ir(module)
+    if algorithm == "ring":  # rotated folds: the source's sums to f32 rounding, then exact
+        lowered = run_program(module, prog.inputs)
+        for name, value in want.items():
+            scale = max(1.0, float(np.max(np.abs(value), initial=0.0)))
+            np.testing.assert_allclose(lowered[name], value, rtol=1e-5, atol=1e-5 * scale)
+        want = lowered
     assert_same(run_program(module, prog.inputs, storage=True), want, spec)
-    if algorithm == "fold":
+    if not any(isinstance(op, AllReduceOp) and op.algorithm_name == "ring" for op in module.walk()):
         apply(module, "tp-link-points")
         check_ir(module)
         assert_same(run_program(module, prog.inputs, storage=True), want, "per-chip programs")

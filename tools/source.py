@@ -3,18 +3,36 @@
 xDSL's parser leaves ops at ``loc(unknown)``; a compiler's user wants a verifier or pass
 error at ``file:line:col`` with the line and a caret. `LocatingParser` records each op's
 offset in the input (cheap: positions only; line and column are computed on error).
+
+It also guards against what xDSL 0.75 itself does on bad input (upstream bugs, guarded here
+so that tp-opt keeps its promise: a located error, never a traceback or a hang):
+
+- its lexer's string-literal rule backtracks exponentially on an unterminated string (26
+  characters take seconds, 32 take minutes): `LocatingParser` lexes with the same rule
+  written so that it cannot backtrack (`LINEAR_STRING_LITERAL`);
+- a block label it cannot name (``^3``) raises a ValueError: refused as a parse error;
+- an op whose custom parser or verifier fails with anything but a diagnostic (a named
+  linalg op without inputs, a transpose permutation out of range: IndexError): a located
+  error naming the op (`parse_module`, `verify_located`), with precise guards for the
+  cases known (`upstream_guard`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Attribute, Operation
+from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.dialects.linalg import ops as linalg
+from xdsl.ir import Attribute, Block, Operation
 from xdsl.parser import Parser
+from xdsl.parser.generic_parser import ParserState
+from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 from xdsl.utils.lexer import Input
+from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.grid import check_chip_indices
@@ -31,8 +49,12 @@ class SourceMap:
     starts: dict[Operation, int] = field(default_factory=dict[Operation, int])
 
     def locate(self, op: Operation | None) -> tuple[int, int, str] | None:
-        """(line, column, source line) of ``op`` or its nearest parsed ancestor."""
+        """(line, column, source line) of ``op`` or its nearest parsed ancestor; for a
+        module the text never spelled (an implicit one), of its first op."""
         while op is not None and op not in self.starts:
+            if isinstance(op, ModuleOp) and op.parent is None and op.ops.first is not None:
+                op = op.ops.first  # the implicit module: where its text begins
+                continue
             op = op.parent_op()
         if op is None:
             return None
@@ -45,12 +67,86 @@ class SourceMap:
         return line, pos - line_start + 1, line_text
 
 
+LINEAR_STRING_LITERAL = re.compile(r'"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"')
+"""xDSL 0.75's string-literal rule with possessive quantifiers: the same strings, but an
+unterminated one fails in linear time instead of trying every way to split its characters
+between the inner and the outer repetition (xDSL's rule is ``(?:[^"...]+|escape)*``; the
+alternatives start with different characters, so there is never a second way to match)."""
+
+
+class _LinearLexer(MLIRLexer):
+    """xDSL's MLIR lexer, its string-literal rule replaced by `LINEAR_STRING_LITERAL`."""
+
+    _unescaped_characters_regex = LINEAR_STRING_LITERAL
+
+
+_OP_NAME = re.compile(r'(?:%[^=]*=\s*)?"?([A-Za-z_][\w$.-]*)')
+
+
 class LocatingParser(Parser):
-    """An xDSL parser that fills a `SourceMap` as it parses ops."""
+    """An xDSL parser that fills a `SourceMap` as it parses ops, lexes string literals in
+    linear time, and turns xDSL's own failures on malformed ops into located ParseErrors."""
 
     def __init__(self, ctx: Context, text: str, name: str, line_offset: int = 0):
-        super().__init__(ctx, text, name)
+        # xDSL's Parser lexes its first token with its own lexer: give it nothing to lex,
+        # then start over on the real input with the linear-time lexer.
+        super().__init__(ctx, "", name)
+        self._parser_state = ParserState(_LinearLexer(Input(text, name)))
         self.source_map = SourceMap(self.lexer.input, line_offset)
+
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        """xDSL's parse_module, a use of a value never defined pointed at its first use
+        (xDSL points at the end of the input)."""
+        try:
+            return super().parse_module(allow_implicit_module)
+        except ParseError as err:
+            undefined = self._first_undefined_use()
+            if not err.msg.startswith("values used but not defined") or undefined is None:
+                raise
+            name, start = undefined
+            self.raise_error(f"%{name} is used but never defined", start, start + 1)
+
+    def _first_undefined_use(self) -> tuple[str, int] | None:
+        """The name of the first value (in the text) used but still undefined, and where
+        the op using it starts."""
+        first: tuple[str, int] | None = None
+        for name, refs in self.forward_ssa_references.items():
+            for placeholder in refs.values():
+                for use in placeholder.uses:
+                    pos = self.source_map.starts.get(use.operation)
+                    if pos is not None and (first is None or pos < first[1]):
+                        first = (name, pos)
+        return first
+
+    def _check_block_name(self) -> None:
+        """A ParseError at the current ``^label`` if xDSL cannot name a block so (it
+        raises a ValueError from the block's name setter instead)."""
+        token = self._current_token
+        if token.kind != MLIRTokenKind.CARET_IDENT:
+            return
+        name = token.text[1:]
+        if not Block.is_default_block_name(name) and not Block.is_valid_name(name):
+            self.raise_error(
+                f"block label '^{name}' is not supported: xDSL 0.75 names blocks only with "
+                f"a letter or '_' first (e.g. ^bb{name})",
+                token.span.start,
+                token.span.end,
+            )
+
+    def _parse_block(self) -> Block:
+        self._check_block_name()
+        token = self._current_token
+        name = token.text[1:]
+        # Defined once already after a forward reference: xDSL keeps no span for that
+        # definition and fails on the second one with a KeyError.
+        known = self.blocks.get(name)
+        if known is not None and known[1] is None and name not in self.forward_block_references:
+            self.raise_error(f"re-declaration of block '{name}'", token.span.start, token.span.end)
+        return super()._parse_block()
+
+    def parse_optional_successor(self) -> Block | None:
+        self._check_block_name()
+        return super().parse_optional_successor()
 
     def _parse_dialect_type_or_attribute_body(
         self,
@@ -82,8 +178,34 @@ class LocatingParser(Parser):
                     pointed.pointed = True  # type: ignore[attr-defined]
                     raise pointed from None
             raise
+        except RecursionError:
+            raise
+        except DiagnosticException as err:
+            # A builtin attribute's verifier, run as the op's attributes are built: at the
+            # op (a dialect attribute's is located at the attribute, above).
+            self.raise_error(_described(err, with_type=False), start, start + 1)
+        except Exception as err:
+            # An op's own parser failing on a malformed op (IndexError, ValueError, ...):
+            # xDSL's bug, the user's malformed op: say which op, where.
+            match = _OP_NAME.match(self.lexer.input.content, start)
+            name = f"'{match.group(1)}'" if match else "this op"
+            self.raise_error(
+                f"{name} is malformed: xDSL's parser fails on it ({_described(err)}); check "
+                "its operands, types and attributes",
+                start,
+                start + 1,
+            )
         self.source_map.starts[op] = start
         return op
+
+
+def _described(err: BaseException, with_type: bool = True) -> str:
+    """``Type: first line of the message`` of an exception (without ``Type: `` if not
+    ``with_type``), on one line."""
+    text = " ".join(str(err).split("\n")[0].split())
+    if not with_type and text:
+        return text
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
 
 
 def located(file: str, where: tuple[int, int, str] | None, message: str, width: int = 1) -> str:
@@ -113,23 +235,115 @@ def parse_error_message(err: ParseError, line_offset: int = 0) -> str:
 def parse_module(
     ctx: Context, text: str, name: str, line_offset: int = 0
 ) -> tuple[ModuleOp, SourceMap]:
-    """Parse ``text`` into a module (implicit module allowed) and its source map."""
+    """Parse ``text`` into a module (implicit module allowed) and its source map; anything
+    wrong with the text is a ParseError located in it (xDSL's own failures outside an op's
+    parser included: at the token it stopped at)."""
     parser = LocatingParser(ctx, text, name, line_offset)
-    module = parser.parse_module()
+    try:
+        module = parser.parse_module()
+    except (ParseError, RecursionError):
+        raise
+    except Exception as err:  # outside any op (an alias, a top-level attribute): here
+        token = parser._current_token  # pyright: ignore[reportPrivateUsage]
+        why = (
+            _described(err, with_type=False)
+            if isinstance(err, DiagnosticException)
+            else f"xDSL's parser fails here ({_described(err)})"
+        )
+        parser.raise_error(why, token.span.start, token.span.end)
     return module, parser.source_map
 
 
+def upstream_guard(op: Operation) -> str | None:
+    """Why ``op`` is malformed in a way xDSL 0.75's verifier crashes on or lets through,
+    or None; checked before xDSL's verifier runs. A ``linalg.transpose`` needs one input
+    and one output, and a permutation of exactly 0..rank-1 (xDSL indexes the shape with it:
+    an IndexError beyond the rank, and a negative entry silently read from the end)."""
+    if isinstance(op, linalg.TransposeOp):
+        if len(op.inputs) != 1 or len(op.outputs) != 1:
+            return (
+                f"'linalg.transpose' takes one input and one output, not {len(op.inputs)} "
+                f"and {len(op.outputs)}"
+            )
+        source = op.inputs[0].type
+        if isinstance(source, TensorType | MemRefType):
+            rank = len(source.get_shape())
+            perm = list(op.permutation.get_values())
+            if sorted(perm) != list(range(rank)):
+                return (
+                    f"'linalg.transpose' permutation {perm} is not a permutation of "
+                    f"0..{rank - 1} (its input has rank {rank})"
+                )
+    return None
+
+
+def _ends_function_wrongly(op: Operation) -> bool:
+    """Whether ``op`` ends a block of a function without returning or branching: xDSL 0.75
+    accepts a ``linalg.yield`` there (its verifier does not ask for a linalg parent)."""
+    block = op.parent_block()
+    return (
+        block is not None
+        and block.last_op is op
+        and isinstance(op.parent_op(), FuncOp)
+        and not isinstance(op, ReturnOp)
+        and not op.successors
+        and op.has_trait(IsTerminator)
+    )
+
+
+def _innermost_failure(root: Operation) -> tuple[Operation, Exception]:
+    """The op under ``root`` (which fails to verify) that a walk meets first failing, with
+    its error: its own verifier's, else that of its blocks' structure (an empty block where
+    a terminator belongs), as its full verification reported it. Run only once the module
+    failed: it verifies subtrees again on the way down, O(ops x depth)."""
+    op, error = root, None
+    while True:
+        try:
+            op.verify(verify_nested_ops=False)
+        except Exception as err:
+            return op, err
+        for child in (c for r in op.regions for b in r.blocks for c in b.ops):
+            try:
+                child.verify()
+            except Exception as err:
+                op, error = child, err
+                break
+        else:  # its own verifier and its ops pass: its blocks' structure fails
+            if error is None:
+                try:
+                    op.verify()
+                except Exception as err:
+                    return op, err
+                return op, VerifyException(f"'{op.name}' fails to verify")
+            return op, error
+
+
 def verify_located(module: ModuleOp) -> None:
-    """Verify ``module``; on a failure, op by op, so the error names the op that failed."""
+    """Verify ``module`` — every op's verifier, SSA dominance and chip indices — or raise
+    a TpDiagnostic at the op that fails, never anything else: an op xDSL's verifier would
+    crash on (`upstream_guard`, or any exception but a diagnostic) is named as malformed."""
+    functions: list[FuncOp] = []
+    for op in module.walk():  # one walk: the guards, and the functions to look at after
+        if isinstance(op, FuncOp):
+            functions.append(op)
+        elif (why := upstream_guard(op)) is not None:
+            raise TpDiagnostic(op, why)
     try:
         module.verify()
-    except DiagnosticException as whole:
-        for op in module.walk():
-            try:
-                op.verify(verify_nested_ops=False)
-            except DiagnosticException as err:
-                raise TpDiagnostic(op, str(err)) from None
-        raise TpDiagnostic(None, str(whole).split("\n")[0]) from None
+    except Exception:
+        op, err = _innermost_failure(module)
+        if isinstance(err, DiagnosticException):
+            raise TpDiagnostic(op, str(err)) from None
+        # xDSL's verifier crashed on it: the op is malformed
+        why = f"'{op.name}' is malformed: xDSL's verifier fails on it ({_described(err)})"
+        raise TpDiagnostic(op, why) from None
+    for func in functions:  # once every op's own verifier has had its say
+        for block in func.body.blocks:
+            last = block.last_op
+            if last is not None and _ends_function_wrongly(last):
+                raise TpDiagnostic(
+                    last, f"'{last.name}' ends a function: a function's blocks end with func.return"
+                )
     try:
         check_dominance(module)
         check_chip_indices(module)

@@ -6,8 +6,10 @@ any ``-p`` pipeline); a pass's options are spelled mlir-opt style,
 ``--tp-relocate=allreduce=ring`` or ``--tp-fuse="shim=sn40l report=true"``. Every
 xdsl-opt flag keeps working. Bad input never ends in a traceback: a parse error, a
 verifier failure, an unknown pass or option, or a pass's refusal prints
-``file:line:col: error: ...`` with the line and a caret, and exits 1. Output is written
-whole or not at all.
+``file:line:col: error: ...`` with the line and a caret, and exits 1 — xDSL's own failures
+on malformed input included (`tools.source` guards them), and a module a pass cannot take
+(no entry function, branches, too many chips: `passes.preconditions`) refused before the
+pass runs. Output is written whole or not at all.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.passes import TP_PASSES
+from tp_dialect.passes.preconditions import entry_of
+from tp_dialect.signature import BindError
 from tp_dialect.tools.common import LocatedError, UserError, run_tool, write_output
 from tp_dialect.tools.source import (
     SourceMap,
@@ -123,6 +127,10 @@ class TpOptMain(xDSLOptMain):
             at_edge = prev is None or nxt is None
             if not self.args.disable_verify and (at_edge or self.args.verify_each):
                 verify_located(module)
+            if nxt is not None and nxt.name in _CHECKED_HERE:
+                # tp-split reads the entry function as one block but does not check it
+                # itself: refused here, as the other tp passes refuse it.
+                entry_of(module, nxt.name)
             if prev and nxt and self.args.print_between_passes:
                 print(f"IR after {prev.name}:")
                 Printer(stream=sys.stdout).print_op(module)
@@ -163,6 +171,9 @@ class TpOptMain(xDSLOptMain):
             raise LocatedError(located(name, source_map.locate(err.op), err.message)) from None
         except DiagnosticException as err:
             raise LocatedError(located(name, None, _first_line(err))) from None
+        except BindError as err:  # a pass that found no entry function: the module's fault
+            where = source_map.locate(module)
+            raise LocatedError(located(name, where, _first_line(err))) from None
         return self.output_resulting_program(module)
 
     def run(self) -> None:
@@ -188,6 +199,10 @@ def _parse(tool: TpOptMain, chunk: str, name: str, offset: int) -> tuple[ModuleO
     except DiagnosticException as err:  # an attribute's verifier, run while parsing
         raise LocatedError(located(name, None, _first_line(err))) from None
     return module, source_map  # verified by the pipeline before its first pass
+
+
+_CHECKED_HERE = frozenset({"tp-split"})
+"""tp passes whose input expectations (`entry_of`) tp-opt checks before they run."""
 
 
 def _first_line(err: BaseException) -> str:

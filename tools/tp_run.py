@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -39,10 +40,11 @@ from tp_dialect import certificate
 from tp_dialect.analysis.machine import Machine, MachineError, machine_from
 from tp_dialect.analysis.stats import format_stats, pipeline_stats
 from tp_dialect.diagnostics import TpDiagnostic
-from tp_dialect.frontend.qwen3 import GenError, Qwen3Config, generate
+from tp_dialect.frontend.models import unsharded_text
+from tp_dialect.frontend.qwen3 import GenError
 from tp_dialect.ops import AllReduceOp
 from tp_dialect.passes.universe import lowered as lowered_copy
-from tp_dialect.runtime import mpi_exec
+from tp_dialect.runtime import mpi_exec, progress
 from tp_dialect.runtime.checkpoint import (
     MemorySource,
     SafetensorsSource,
@@ -221,8 +223,7 @@ def _reference(args: argparse.Namespace, module: ModuleOp) -> ModuleOp:
         return load_program(ctx, args.against)
     if "tp.config" not in module.attributes:
         raise UserError("--check needs --against FILE: the program records no tp.config")
-    cfg = Qwen3Config.from_attr(module.attributes["tp.config"])
-    reference, _ = parse_module(ctx, generate(cfg.unsharded()), "<unsharded>")
+    reference, _ = parse_module(ctx, unsharded_text(module.attributes["tp.config"]), "<unsharded>")
     return reference
 
 
@@ -482,8 +483,18 @@ def _launch(args: argparse.Namespace, argv: list[str]) -> int:
     cmd += [*_strip_mpi(argv), "--backend", "mpi"]
     with tempfile.TemporaryDirectory(prefix="tp-mpi-") as pids:
         env = {**rank_env(ranks), mpi_exec.PID_DIR_ENV: pids}
+        # The ranks' stderr is a pipe held until they end: they report progress to files
+        # here and this process draws it, on its own stderr, only if the user sees that.
+        for var in (progress.DIR_ENV, progress.FORCE_ENV):
+            env.pop(var, None)
+        watch = progress.shows(sys.stderr)
+        reports = os.path.join(pids, "progress")
+        if watch:
+            os.mkdir(reports)
+            env[progress.DIR_ENV] = reports
         try:
-            proc = run_bounded(cmd, env, args.timeout)
+            with progress.watching(sys.stderr, reports, ranks) as poll:
+                proc = run_bounded(cmd, env, args.timeout, poll if watch else None)
         except subprocess.TimeoutExpired:
             raise UserError(
                 f"the {ranks} MPI rank(s) did not finish within {args.timeout:g} s: stopped them"
@@ -586,14 +597,15 @@ def _main_mpi(args: argparse.Namespace) -> int:
         return given
 
     try:
-        run = mpi_exec.run_mpi(
-            runnable,
-            open_source,
-            read_inputs,
-            args.storage,
-            args.relay,
-            comm,
-        )
+        with progress.rank_reporting(rank, mpi_exec.linalg_ops(runnable, rank), sys.stderr):
+            run = mpi_exec.run_mpi(
+                runnable,
+                open_source,
+                read_inputs,
+                args.storage,
+                args.relay,
+                comm,
+            )
     except BaseException as err:
         chip = "" if args.relay == "host" and rank == comm.Get_size() - 1 else f" (chip {rank})"
         text = str(err) or type(err).__name__

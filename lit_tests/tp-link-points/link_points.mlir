@@ -28,7 +28,7 @@
 // CHECK:        %s = tp.link 1 sends(%h3) as ["h3"] receives ["s"]
 // The host returns chip 0's copy of the replicated result.
 // CHECK:      func.return %out : tensor<1x4xf32>
-// RING: error: a ring all-reduce exchanges inside the collective, which per-chip programs cannot hold: relocate with allreduce=fold, oneshot, twoshot or auto, then run tp-transfers [not-linkable]
+// RING: error: a ring all-reduce is spelled as transfers only once tp-transfers has expanded it, which per-chip programs cannot hold: relocate with allreduce=fold, ring, oneshot, twoshot or auto, then run tp-transfers [not-linkable]
 builtin.module attributes {tp.chips = 4 : i64} {
   func.func @mlp4(%x: tensor<1x4xf32>, %w: tensor<4x4xf32>) -> tensor<1x4xf32> {
     %w0 = tp.shard %w at #tp.slice<axis = 0, ranges = [(0, 1)], full = [4, 4]> : tensor<4x4xf32> -> tensor<1x4xf32, #tp.chip<0>>

@@ -19,9 +19,15 @@
 // Read again later: already there, nothing crosses twice.
 // CHECK-NOT:  tp.transfer
 // CHECK:      func.return
-// A ring all-reduce leaves the sum on every chip: nothing crosses outside the collective.
+// A ring all-reduce is spelled as its reduce-scatter and all-gather (ring.mlir): only 1/N
+// slices of the partials, the sums so far and the reduced slices cross, never a whole
+// partial; the sum is concatenated on every chip, so it crosses nothing after.
 // RING-LABEL: func.func @allreduce
+// RING-NOT:   tp.transfer %p{{[0-9]}} from
+// RING:       %s = tp.section "s" on [0, 1, 2]
+// RING-NEXT:    tensor.concat
 // RING-NOT:   tp.transfer
+// RING:       func.return
 // UNSECTIONED: error: 'linalg.add' is not in a tp.section: run tp-relocate before placing transfers [not-sectioned]
 builtin.module attributes {tp.chips = 3 : i64} {
   func.func @allreduce(%x: tensor<4xf32>) -> tensor<4xf32> {

@@ -17,7 +17,7 @@ builtin.module attributes {tp.chips = 2 : i64} {
 builtin.module attributes {tp.chips = 3 : i64} {
   func.func @missing(%p0: tensor<4xf32, #tp.chip<0>>, %p1: tensor<4xf32, #tp.chip<1>>) -> tensor<4xf32> {
     %e = tensor.empty() : tensor<4xf32>
-// CHECK-LABEL: error: fold of adds into %s over partials on chips [0, 1] misses chip 2: an all-reduce needs one partial per chip 0..2, in chip order [fold-not-allreduce]
+// CHECK-LABEL: error: fold of adds into %s over partials on chips [0, 1] misses chip 2: an all-reduce needs one partial per chip 0..2, in chip order or a cyclic rotation of it [fold-not-allreduce]
 // CHECK-NEXT: %s = linalg.add ins(%p0, %p1
     %s = linalg.add ins(%p0, %p1 : tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<1>>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
     func.return %s : tensor<4xf32>
@@ -29,19 +29,20 @@ builtin.module attributes {tp.chips = 3 : i64} {
 builtin.module attributes {tp.chips = 2 : i64} {
   func.func @repeat(%p0: tensor<4xf32, #tp.chip<0>>, %q0: tensor<4xf32, #tp.chip<0>>) -> tensor<4xf32> {
     %e = tensor.empty() : tensor<4xf32>
-// CHECK-LABEL: error: fold of adds into %s over partials on chips [0, 0] repeats chip 0 and misses chip 1: an all-reduce needs one partial per chip 0..1, in chip order [fold-not-allreduce]
+// CHECK-LABEL: error: fold of adds into %s over partials on chips [0, 0] repeats chip 0 and misses chip 1: an all-reduce needs one partial per chip 0..1, in chip order or a cyclic rotation of it [fold-not-allreduce]
     %s = linalg.add ins(%p0, %q0 : tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<0>>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
     func.return %s : tensor<4xf32>
   }
 }
 
 // -----
-// ... or is out of chip order ...
-builtin.module attributes {tp.chips = 2 : i64} {
-  func.func @order(%p0: tensor<4xf32, #tp.chip<0>>, %p1: tensor<4xf32, #tp.chip<1>>) -> tensor<4xf32> {
+// ... or is neither in chip order nor a cyclic rotation of it (ring.mlir: rotations) ...
+builtin.module attributes {tp.chips = 3 : i64} {
+  func.func @order(%p0: tensor<4xf32, #tp.chip<0>>, %p1: tensor<4xf32, #tp.chip<1>>, %p2: tensor<4xf32, #tp.chip<2>>) -> tensor<4xf32> {
     %e = tensor.empty() : tensor<4xf32>
-// CHECK-LABEL: error: fold of adds into %s over partials on chips [1, 0] is out of chip order [1, 0]: an all-reduce needs one partial per chip 0..1, in chip order [fold-not-allreduce]
-    %s = linalg.add ins(%p1, %p0 : tensor<4xf32, #tp.chip<1>>, tensor<4xf32, #tp.chip<0>>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+    %s1 = linalg.add ins(%p1, %p0 : tensor<4xf32, #tp.chip<1>>, tensor<4xf32, #tp.chip<0>>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+// CHECK-LABEL: error: fold of adds into %s over partials on chips [1, 0, 2] is out of chip order [1, 0, 2]: an all-reduce needs one partial per chip 0..2, in chip order or a cyclic rotation of it [fold-not-allreduce]
+    %s = linalg.add ins(%s1, %p2 : tensor<4xf32>, tensor<4xf32, #tp.chip<2>>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
     func.return %s : tensor<4xf32>
   }
 }

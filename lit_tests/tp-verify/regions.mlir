@@ -91,12 +91,13 @@ builtin.module attributes {tp.chips = 2 : i64} {
 }
 
 // -----
-// CHECK-LABEL: error: fold of adds into %s over partials on chips [1, 0] is out of chip order [1, 0]: an all-reduce needs one partial per chip 0..1, in chip order [fold-not-allreduce]
-builtin.module attributes {tp.chips = 2 : i64} {
-  func.func @fold_in_if(%c: i1, %x: tensor<4xf32>, %p0: tensor<4xf32, #tp.chip<0>>, %p1: tensor<4xf32, #tp.chip<1>>) -> tensor<4xf32> {
+// CHECK-LABEL: error: fold of adds into %s over partials on chips [0, 2, 1] is out of chip order [0, 2, 1]: an all-reduce needs one partial per chip 0..2, in chip order or a cyclic rotation of it [fold-not-allreduce]
+builtin.module attributes {tp.chips = 3 : i64} {
+  func.func @fold_in_if(%c: i1, %x: tensor<4xf32>, %p0: tensor<4xf32, #tp.chip<0>>, %p1: tensor<4xf32, #tp.chip<1>>, %p2: tensor<4xf32, #tp.chip<2>>) -> tensor<4xf32> {
     %r = scf.if %c -> (tensor<4xf32>) {
       %e = tensor.empty() : tensor<4xf32>
-      %s = linalg.add ins(%p1, %p0 : tensor<4xf32, #tp.chip<1>>, tensor<4xf32, #tp.chip<0>>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+      %s2 = linalg.add ins(%p0, %p2 : tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<2>>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+      %s = linalg.add ins(%s2, %p1 : tensor<4xf32>, tensor<4xf32, #tp.chip<1>>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
       scf.yield %s : tensor<4xf32>
     } else {
       scf.yield %x : tensor<4xf32>

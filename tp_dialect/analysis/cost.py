@@ -5,8 +5,8 @@ definition, a sum of squares included) is 2 FLOPs per point, a map or reduction 
 op of its body per point; its bytes are its tensor operands read and its results written (a
 weight is read once per step, which is what bounds decode). Views
 (reshapes, a chip's slice of a resident weight or cache) cost nothing; an in-place cache
-update writes only its slice. All-reduce data movement is costed by the model (transfers or
-the ring's alpha-beta), its adds here.
+update writes only its slice. All-reduce data movement is costed by the model (transfers, or
+a ring collective's alpha-beta), its adds here.
 
 What a generic is (domain, contraction) and a tensor's bytes come from `tp_dialect.linalg_kinds`;
 ``nbytes`` is re-exported here for the model and the passes that import it from this module.
@@ -50,10 +50,24 @@ class Cost:
     def time(self, machine: Machine) -> float:
         """Roofline: bound by compute or by HBM bandwidth, whichever is slower (the copies
         of updates counted where the machine makes them), plus its overhead per op (none on
-        a dataflow chip)."""
+        a dataflow chip), plus mapping in the new buffers its update copies are written to
+        (`first_touch_time`: none on a chip)."""
         moved = self.bytes + (self.copied if machine.copies_updates else 0.0)
         roof = max(self.flops / machine.peak_flops, moved / machine.hbm_bandwidth)
-        return roof + self.ops * machine.op_overhead
+        return roof + self.ops * machine.op_overhead + first_touch_time(self, machine)
+
+
+def first_touch_time(cost: Cost, machine: Machine) -> float:
+    """The time the OS takes to map in the new buffers ``cost``'s update copies write, 0
+    where there are none. Where updates copy their destination (``copies_updates``: value
+    semantics, the reference interpreter), each copy is a buffer new to the process, whose
+    pages are faulted in on their first write at ``first_touch_bandwidth`` B/s on top of
+    the write the roofline charges; 0 there (the presets): no such cost, a chip updates
+    memory it already holds. A copy is written once: half its ``copied`` bytes (which
+    count its read and its write)."""
+    if not machine.copies_updates or machine.first_touch_bandwidth <= 0:
+        return 0.0
+    return cost.copied / 2 / machine.first_touch_bandwidth
 
 
 # No work of their own: views, allocations, terminators, host-side stores.
@@ -133,8 +147,9 @@ def allreduce_link_time(algorithm: str, nbytes_: float, n: int, machine: Machine
     - ``oneshot``: every chip's partial to every other chip;
     - ``twoshot``: every chip's k-th 1/N slice to chip k (reduce-scatter), then chip k's
       summed slice to every other chip (all-gather);
-    - ``ring`` (not run on links by the dataflow mode: its exchange is inside the
-      collective): 2(N-1) alpha-beta steps of 1/N of the tensor between ring neighbours.
+    - ``ring`` as one collective (its exchange inside it: a ring section tp-transfers has not
+      spelled out, or cannot, and the seed's lower bound): 2(N-1) alpha-beta steps of 1/N of
+      the tensor between ring neighbours. Spelled out, a ring costs `lowered_link_time`.
 
     Phase mode runs the same transfers one phase at a time; this is their time with
     nothing else in the way.
@@ -148,6 +163,17 @@ def allreduce_link_time(algorithm: str, nbytes_: float, n: int, machine: Machine
     return _exchanges(algorithm, float(nbytes_), n, machine)
 
 
+def lowered_link_time(algorithm: str, nbytes_: float, n: int, machine: Machine) -> float:
+    """The link time of one all-reduce as per-chip programs run it, once tp-transfers has
+    spelled it out: `allreduce_link_time`, but for ``ring``, which tp-transfers spells as
+    N-1 reduce-scatter steps — every chip sends the sum so far of one 1/N slice to the next
+    chip, which adds its own before the next step — then the two-shot's all-gather (each
+    reduced slice from its chip straight to every other)."""
+    if n <= 1 or algorithm != "ring":
+        return allreduce_link_time(algorithm, nbytes_, n, machine)
+    return _exchanges("ring", float(nbytes_), n, machine)
+
+
 @functools.lru_cache(maxsize=1024)
 def _exchanges(algorithm: str, nbytes_: float, n: int, machine: Machine) -> float:
     pairs = [(a, b) for a in range(n) for b in range(n) if a != b]
@@ -156,29 +182,36 @@ def _exchanges(algorithm: str, nbytes_: float, n: int, machine: Machine) -> floa
         return into + exchange_time([(0, c, nbytes_) for c in range(1, n)], n, machine)
     if algorithm == "oneshot":
         return exchange_time([(a, b, nbytes_) for a, b in pairs], n, machine)
-    return 2 * exchange_time([(a, b, nbytes_ / n) for a, b in pairs], n, machine)
+    gather = exchange_time([(a, b, nbytes_ / n) for a, b in pairs], n, machine)
+    if algorithm == "ring":
+        step = exchange_time([(c, (c + 1) % n, nbytes_ / n) for c in range(n)], n, machine)
+        return (n - 1) * step + gather
+    return 2 * gather
 
 
 def allreduce_compute_time(
     algorithm: str, elements: int, itemsize: int, n: int, m: Machine
 ) -> float:
     """The adds of one all-reduce on the chip(s) that make them: N-1 adds of the whole tensor
-    on one chip (fold) or on every chip at once (oneshot), of 1/N of it (ring, twoshot)."""
+    on one chip (fold) or on every chip at once (oneshot), of 1/N of it (twoshot: one section
+    reading N slices, writing one; ring: N-1 sections one after another, each reading two
+    slices and writing one)."""
     if n <= 1:
         return 0.0
     share = 1 if algorithm in ("fold", "oneshot") else 1 / n
     flops = (n - 1) * elements * share
-    moved = (n + 1) * elements * itemsize * share
+    touched = 3 * (n - 1) if algorithm == "ring" else n + 1
+    moved = touched * elements * itemsize * share
     return max(flops / m.peak_flops, moved / m.hbm_bandwidth)
 
 
 def allreduce_time(algorithm: str, result_type: Attribute, n: int, machine: Machine) -> float:
-    """Modelled time of one all-reduce of a ``result_type`` tensor: its link time and its
-    adds (see `allreduce_link_time`, `allreduce_compute_time`)."""
+    """Modelled time of one all-reduce of a ``result_type`` tensor as per-chip programs run
+    it: its link time and its adds (see `lowered_link_time`, `allreduce_compute_time`)."""
     assert isinstance(result_type, TensorType)
     size = nbytes(result_type)
     itemsize = numpy_dtype(result_type.element_type).itemsize
-    return allreduce_link_time(algorithm, size, n, machine) + allreduce_compute_time(
+    return lowered_link_time(algorithm, size, n, machine) + allreduce_compute_time(
         algorithm, elements(result_type), itemsize, n, machine
     )
 

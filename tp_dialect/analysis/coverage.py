@@ -40,6 +40,7 @@ from xdsl.traits import IsTerminator, SymbolTable
 
 from tp_dialect.analysis.provenance import Solver
 from tp_dialect.analysis.values import origin
+from tp_dialect.attrs import chip_of
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.names import value_name
 from tp_dialect.ops import AllReduceOp, ShardOp, UnshardOp
@@ -471,7 +472,10 @@ def _check(
     sizes: dict[object, int] = {}
     names: dict[object, str] = {}
     views = {partial_view(p, solver, at, calls) for p in partials}
-    for chip, partial in enumerate(partials):
+    for position, partial in enumerate(partials):
+        # A ring fold adds its partials in a rotated order: name each by its own chip.
+        owner = chip_of(partial.type)
+        chip = position if owner is None else owner
         try:
             cuts = list(contracted_slices(partial, solver, at, chip, calls))
             if cuts and len(views) > 1:

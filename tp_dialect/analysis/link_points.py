@@ -1,20 +1,23 @@
 """link_points / LinkPoint: where each chip's own program halts for transfers.
 
 Chip c's program is the sections it runs, in program order (a spine section on every chip,
-a chip section on its chip, the seed's all-reduce on chip 0 where it folds; host stores run
-on the host). For each tensor that crosses (`transfers`), its sender halts after the section
-that stores it and its receiver before the first section that loads it — except before the
-first section: that receive is the host's to place before the chip starts (halt 0). Halts at
-one boundary are one LinkPoint; they come in program order.
+a chip section on its chip, the seed's all-reduce on chip 0 where it folds, a oneshot one on
+every chip; host stores run on the host; a twoshot or ring all-reduce once tp-transfers has
+spelled it as sections and transfers). For each tensor that crosses (`transfers`), its sender
+halts after the section that stores it and its receiver before the first section that loads
+it — except before the first section: that receive is the host's to place before the chip
+starts (halt 0). Halts at one boundary are one LinkPoint; they come in program order.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from xdsl.dialects.builtin import TensorType
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 
+from tp_dialect.analysis.cost import split_axis
 from tp_dialect.analysis.touch import collective, reads_where, statements
 from tp_dialect.analysis.transfers import transfers
 from tp_dialect.names import value_name
@@ -53,15 +56,21 @@ def runs_on(section: SectionOp) -> tuple[int, ...]:
             return (0,)
         if algorithm == "oneshot":
             return section.chip_list  # every chip adds every partial it received
-        why = (
-            "exchanges inside the collective"
-            if algorithm == "ring"
-            else "is spelled as transfers only once tp-transfers has expanded it"
-        )
+        result_t = coll.result.type
+        n = len(coll.partials)
+        if isinstance(result_t, TensorType) and split_axis(result_t, n) is None:
+            # tp-transfers leaves a ring it cannot cut into N slices as the collective.
+            raise TpReject.NOT_LINKABLE.at(
+                coll,
+                f"a {algorithm} all-reduce of {result_t} over {n} chips needs an axis of at "
+                f"least {n} elements to give every chip a slice before per-chip programs can "
+                "hold it: relocate with allreduce=fold, oneshot or auto",
+            )
         raise TpReject.NOT_LINKABLE.at(
             coll,
-            f"a {algorithm} all-reduce {why}, which per-chip programs cannot hold: relocate "
-            "with allreduce=fold, oneshot, twoshot or auto, then run tp-transfers",
+            f"a {algorithm} all-reduce is spelled as transfers only once tp-transfers has "
+            "expanded it, which per-chip programs cannot hold: relocate with allreduce=fold, "
+            "ring, oneshot, twoshot or auto, then run tp-transfers",
         )
     return section.chip_list
 
@@ -83,37 +92,57 @@ def buffer_names(values: list[SSAValue]) -> dict[SSAValue, str]:
 
 
 def link_points(func: FuncOp, n_chips: int) -> dict[int, ChipPlan]:
-    """Each chip's program plan for the sectioned ``func``."""
+    """Each chip's program plan for the sectioned ``func``, chips 0..N-1; a located
+    refusal when a statement is not a section (``not-sectioned``) or a chip's section reads
+    a host output (``host-store-used``: the host stores it after every chip has finished).
+    Linear in the sections' chips: each section is visited once, on each chip it runs on."""
     stmts = statements(func)
-    crossing: list[tuple[SSAValue, int, int]] = []
+    # (value, from, to, the op asking for it: a transfer, or the section reading it)
+    crossing: list[tuple[SSAValue, int, int, Operation]] = []
     sections: list[SectionOp] = []
     for op in stmts:
         if isinstance(op, TransferOp):
-            crossing.append((op.input, op.src, op.dst))
+            crossing.append((op.input, op.src, op.dst, op))
         elif isinstance(op, SectionOp):
             sections.append(op)
         else:
             raise TpReject.NOT_SECTIONED.at(
                 op, f"'{op.name}' is not in a tp.section: run tp-relocate before tp-link-points"
             )
-    crossing += [(t.value, t.src, t.dst) for t in transfers(func, n_chips)]
-    plans = {c: ChipPlan(c, [s for s in sections if c in runs_on(s)], []) for c in range(n_chips)}
-    position = {c: {s: i for i, s in enumerate(p.sections)} for c, p in plans.items()}
-    names = buffer_names([v for v, _, _ in crossing])
+    crossing += [(t.value, t.src, t.dst, t.reader) for t in transfers(func, n_chips)]
+    plans = {c: ChipPlan(c, [], []) for c in range(n_chips)}
+    position: dict[int, dict[SectionOp, int]] = {c: {} for c in plans}
+    hosted: set[SSAValue] = set()  # what the host's own statements store
+    for s in sections:
+        chips = runs_on(s)
+        if not chips:
+            hosted.update(s.outs)
+        for c in chips:
+            position[c][s] = len(plans[c].sections)
+            plans[c].sections.append(s)
+    names = buffer_names([v for v, _, _, _ in crossing])
     first_read: dict[int, dict[SSAValue, int]] = {c: {} for c in plans}
-    for c, plan in plans.items():
-        for i, section in enumerate(plan.sections):
-            for value, chip in reads_where(section, n_chips):
-                if chip == c:
-                    first_read[c].setdefault(value, i)
+    for section in sections:  # in program order: the first read on a chip is met first
+        for value, chip in reads_where(section, n_chips):
+            if value in hosted:
+                reader = _reader_in(section, value)
+                raise TpReject.HOST_STORE_USED.at(
+                    reader,
+                    f"'{reader.name}' reads %{value_name(value)}, a host output "
+                    "(a tp.unshard's result, stored once every chip has finished): only the "
+                    "function's return may use it",
+                )
+            if section in position[chip]:
+                first_read[chip].setdefault(value, position[chip][section])
     sends: dict[tuple[int, int], list[tuple[SSAValue, str]]] = {}
     receives: dict[tuple[int, int], list[tuple[SSAValue, str]]] = {}
-    for value, src, dst in crossing:
+    for value, src, dst, asker in crossing:
         writer = value.owner
         if not isinstance(writer, SectionOp) or writer not in position[src]:
             raise TpReject.NOT_SECTIONED.at(
-                writer if isinstance(writer, SectionOp) else None,
-                f"chip {src} sends {names[value]} but no section of its program stores it",
+                asker,
+                f"chip {src} would send %{names[value]} to chip {dst}, but no section of "
+                f"chip {src}'s program stores it",
             )
         at = position[src][writer] + 1
         if (value, names[value]) not in sends.setdefault((src, at), []):
@@ -131,3 +160,12 @@ def link_points(func: FuncOp, n_chips: int) -> dict[int, ChipPlan]:
             plan.links.append(point)
             halt += b != 0
     return plans
+
+
+def _reader_in(section: SectionOp, value: SSAValue) -> Operation:
+    """The first op inside ``section`` that reads ``value`` (``section`` itself if none:
+    where a diagnostic about the read points)."""
+    for op in section.body.walk():
+        if value in op.operands:
+            return op
+    return section

@@ -43,6 +43,11 @@ class Machine:
     # whether an in-place update copies its destination first (value semantics, as the
     # reference interpreter runs): a chip updates in place
     copies_updates: bool = False
+    # B/s at which a buffer new to the process is mapped in on its first write (the OS
+    # faults in each page), besides the write itself: charged on the new buffer an update
+    # copies into where updates copy (`copies_updates`). 0: no such cost — a chip writes
+    # into memory it already holds (measured for the `local` machine)
+    first_touch_bandwidth: float = 0.0
 
     def transfer_time(self, nbytes: float, src: int, dst: int, chips: int) -> float:
         """Time for one tensor to cross from chip ``src`` to chip ``dst``."""

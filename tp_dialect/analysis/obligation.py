@@ -8,7 +8,9 @@ A module meets it when, with every value's `Placement` (analysis/provenance.py):
   tensor holds only its own chip's data (and the spine's); a scalar, index, memref or vector
   holds at most one chip's data;
 - a fold of adds over chip partials is a valid all-reduce (one partial per chip, in chip
-  order, no partial sum read by anything but the next add);
+  order or a cyclic rotation of it — a ring's reduce-scatter —, no partial sum read by
+  anything but the next add); its partial sums may be copied to the chip adding next (a
+  ``tp.transfer``, a ``tp.link``), which moves no data into the spine;
 - a host output (``tp.unshard``) is only returned;
 - work placed on chips (a ``tp.section``, a ``tp.chip_program``) touches only data of its own
   chips, save a collective reading each partial where it lives; a scalar is read only where
@@ -20,7 +22,10 @@ A module meets it when, with every value's `Placement` (analysis/provenance.py):
   slices that are disjoint and cover the contracted axis.
 
 `check_obligation` raises the first violation, in program order (the contents of a region
-before the op holding it), as a `TpReject` diagnostic naming the op, the value and the chip.
+before the op holding it), as a `TpReject` diagnostic naming the op, the value and the chip —
+save that a fold which is no all-reduce is named first, wherever it stands: its sums leak
+wherever they go (into the spine, onto the chips a ring copies them to), and the fold is the
+cause.
 """
 
 from __future__ import annotations
@@ -76,9 +81,15 @@ def check_obligation(module: ModuleOp) -> Provenance:
     prov = Provenance(module)
     index = ModuleIndex(module)
     entries = _entries(module, index)
+    for fold in prov.folds:
+        # First: a broken fold's sums leak wherever they go (to the spine, to other chips
+        # through copies); the fold is what to name.
+        if not fold.is_allreduce(prov.n_chips):
+            raise fold.refusal(prov.n_chips)
+    sums = _partial_sums(module, prov)
     for solver in prov.solvers:
         for op in solver.root.walk(region_first=True):
-            _check_op(prov, solver, op, entries)
+            _check_op(prov, solver, op, entries, sums)
     for op in module.walk():
         if isinstance(op, AllReduceOp):
             check_coverage(op.partials, op, prov.top, index)
@@ -98,15 +109,43 @@ def _entries(module: ModuleOp, index: ModuleIndex) -> set[func.FuncOp]:
     return entries
 
 
-def _check_op(prov: Provenance, solver: Solver, op: Operation, entries: set[func.FuncOp]) -> None:
+def _partial_sums(module: ModuleOp, prov: Provenance) -> frozenset[SSAValue]:
+    """The partial sums of valid folds (spine-typed, yet holding the chips summed so far),
+    and every chip's received copy of one: a ring fold's adds run on one chip after another,
+    each reading the sum so far where a link delivered it (`folds.find_folds` follows the
+    copies, so each is read by the next add only)."""
+    sums = set(prov.partial_sums)
+    sent: dict[tuple[Operation | None, str], list[SSAValue]] = {}
+    links = [op for op in module.walk() if isinstance(op, LinkOp)]
+    for link in links:
+        for name, value in zip(link.sends, link.sent, strict=True):
+            sent.setdefault((_scope(link), name), []).append(value)
+    for link in links:
+        for name, value in zip(link.receives, link.received, strict=True):
+            senders = sent.get((_scope(link), name), [])
+            if senders and all(v in sums for v in senders):
+                sums.add(value)
+    return frozenset(sums)
+
+
+def _scope(link: LinkOp) -> Operation | None:
+    """The function whose buffer names ``link`` uses (its program is a statement there)."""
+    program = link.parent_op()
+    return program.parent_op() if program is not None else None
+
+
+def _check_op(
+    prov: Provenance,
+    solver: Solver,
+    op: Operation,
+    entries: set[func.FuncOp],
+    sums: frozenset[SSAValue],
+) -> None:
     if (why := prov.opaque.get(op)) is not None:
         reason, what = why
         raise reason.at(
             op, f"'{_op_name(op)}' {what}: the shard obligation cannot be checked through it"
         )
-    fold = prov.fold_of.get(op)
-    if fold is not None and not fold.is_allreduce(prov.n_chips):
-        raise fold.refusal(prov.n_chips)
     if not isinstance(op, func.ReturnOp | YieldOp | scf.YieldOp):  # they only hand it on
         for v in op.operands:
             if solver.placement(v).host:
@@ -121,8 +160,8 @@ def _check_op(prov: Provenance, solver: Solver, op: Operation, entries: set[func
         parent, linalg.GenericOp
     ):
         return  # a named op's body (its elements): the op itself is judged, as written
-    _check_values(prov, solver, op)
-    _check_residency(prov, solver, op)
+    _check_values(prov, solver, op, sums)
+    _check_residency(prov, solver, op, sums)
     if isinstance(op, func.ReturnOp) and op.parent_op() in entries:
         for i, v in enumerate(op.operands):
             p = solver.placement(v)
@@ -136,7 +175,9 @@ def _check_op(prov: Provenance, solver: Solver, op: Operation, entries: set[func
                 )
 
 
-def _check_values(prov: Provenance, solver: Solver, op: Operation) -> None:
+def _check_values(
+    prov: Provenance, solver: Solver, op: Operation, sums: frozenset[SSAValue]
+) -> None:
     if isinstance(op, SectionOp | ChipProgramOp | ModuleOp | func.FuncOp | RelayOp | UnshardOp):
         # A host store's result is a host output; the others hand on what their bodies
         # compute, which is checked there.
@@ -144,8 +185,11 @@ def _check_values(prov: Provenance, solver: Solver, op: Operation) -> None:
     if op in prov.fold_of:
         return  # a valid fold (an invalid one is refused before): its sums are sanctioned
     if not op.results and not op.has_trait(IsTerminator):
-        # No result to hold a mix, but the statement itself works on several chips' data.
-        chips = join(solver.placement(v) for v in op.operands).chips
+        # No result to hold a mix, but the statement itself works on several chips' data
+        # (a copy of a valid fold's partial sum onto the chip adding next is no work).
+        copying = isinstance(op, TransferOp | LinkOp)
+        read = [v for v in op.operands if not (copying and v in sums)]
+        chips = join(solver.placement(v) for v in read).chips
         if len(chips) > 1:
             a, b = sorted(chips)[:2]
             raise TpReject.MIXED_CHIPS.at(op, _mixed(op, solver, a, b, op.operands[0]))
@@ -157,7 +201,7 @@ def _check_values(prov: Provenance, solver: Solver, op: Operation) -> None:
                 other = min(chips - {owner})
                 raise TpReject.MIXED_CHIPS.at(op, _mixed(op, solver, owner, other, v))
         elif isinstance(v.type, TensorType):
-            if chips and v not in prov.partial_sums:
+            if chips and v not in sums:
                 chip = min(chips)
                 raise TpReject.LEAK_TO_SPINE.at(
                     op,
@@ -237,18 +281,23 @@ def _where(op: Operation) -> tuple[str, frozenset[int]] | None:
     return None
 
 
-def _check_residency(prov: Provenance, solver: Solver, op: Operation) -> None:
+def _check_residency(
+    prov: Provenance, solver: Solver, op: Operation, sums: frozenset[SSAValue]
+) -> None:
     """Work placed on chips touches only their data; a collective reads partials where they
     live (a program may be handed another chip's partial for one); what a chip's program
-    sends and hands out is its own chip's data; a scalar is read only where it was
-    computed."""
+    sends and hands out is its own chip's data (or a valid fold's partial sum, sent on to
+    the chip adding next); a scalar is read only where it was computed."""
     if isinstance(op, SectionOp):
         _check_section_placement(op)
     if isinstance(op, FinishOp | LinkOp):
         program = op.parent_op()
         assert isinstance(program, ChipProgramOp)
         what = "handed out" if isinstance(op, FinishOp) else "sent"
-        values = op.values if isinstance(op, FinishOp) else op.sent
+        if isinstance(op, LinkOp):
+            values = [v for v in op.sent if v not in sums]
+        else:
+            values = list(op.values)
         _check_program_io(solver, op, program, values, f"{what} by chip {program.chip_index}")
         return
     if isinstance(op, (AllReduceOp, UnshardOp, SectionOp, *_PASSING)) or op in prov.fold_of:

@@ -137,7 +137,7 @@ def schedule(func: FuncOp) -> list[RelayStep]:
     progs = programs(func)
     if not progs:
         raise TpReject.NOT_SECTIONED.at(
-            None, "tp-relay needs per-chip programs: run tp-link-points first"
+            func, f"@{func.sym_name.data} has no per-chip programs: run tp-link-points first"
         )
     try:
         return relay_schedule({p.chip_index: program_halts(p) for p in progs})

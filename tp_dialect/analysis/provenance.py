@@ -129,6 +129,15 @@ def opacity(op: Operation) -> tuple[TpReject, str] | None:
         return TpReject.OPAQUE_OP, "is not a registered op: what it computes is unknown"
     if isinstance(op, func.CallOp):
         return None  # followed into the callee (or found opaque there)
+    if (
+        isinstance(op.parent_op(), func.FuncOp)
+        and op.parent_block().last_op is op  # type: ignore[union-attr]
+        and op.has_trait(IsTerminator)
+        and not op.successors
+        and not isinstance(op, func.ReturnOp)
+    ):
+        # xDSL 0.75 lets a linalg.yield end a function: what it returns would go unchecked
+        return TpReject.OPAQUE_OP, "ends a function in place of func.return"
     if op.name == "func.call_indirect":
         return TpReject.OPAQUE_CALL, "calls through a value: its callee cannot be followed"
     if any(len(region.blocks) > 1 for region in op.regions):
@@ -458,13 +467,24 @@ class Provenance:
         chip = chip_of(value.type)
         return frozenset((chip,)) if chip is not None else self.placement(value).chips
 
+    def runs_everywhere(self, op: Operation) -> bool:
+        """Whether the statement ``op`` runs on every chip (`statement_chips` lists them
+        all): an all-reduce, a fold's add, or spine work (nothing it binds lives on a chip).
+        Answered without building that list."""
+        if isinstance(op, AllReduceOp) or op in self.fold_of:
+            return True
+        if isinstance(op, UnshardOp):
+            return False
+        return not any(self.home(r) for r in op.results)
+
     def statement_chips(self, op: Operation) -> list[int]:
         """The chips a statement runs on: where what it binds lives (`home`: scalars
         included); every chip for the spine, an all-reduce or a fold's add; a host store's
-        parts' chips. Raises MIXED_CHIPS when what it binds lives on several chips."""
-        everywhere = list(range(self.n_chips))
+        parts' chips. Raises MIXED_CHIPS when what it binds lives on several chips. The
+        list of every chip is built only for a statement that runs on every chip: N is what
+        the input states, and a chip statement costs nothing per chip of the grid."""
         if isinstance(op, AllReduceOp) or op in self.fold_of:
-            return everywhere
+            return list(range(self.n_chips))
         if isinstance(op, UnshardOp):
             return sorted({c for p in op.parts for c in self.home(p)})
         chips = sorted({c for r in op.results for c in self.home(r)})
@@ -474,4 +494,4 @@ class Provenance:
                 f"'{op.name}' binds %{value_name(op.results[0])} on chips {chips}: a "
                 "statement runs on one chip's data (and the spine)",
             )
-        return chips or everywhere
+        return chips or list(range(self.n_chips))

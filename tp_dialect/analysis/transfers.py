@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from xdsl.dialects.builtin import TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation, SSAValue
 
 from tp_dialect.analysis.touch import is_host_value, reads_where, statements, write_chips
-from tp_dialect.diagnostics import TpDiagnostic
+from tp_dialect.names import value_name
 from tp_dialect.ops import SectionOp, TransferOp
 from tp_dialect.reject import TpReject
 
@@ -31,7 +32,9 @@ class ChipTransfer:
 def transfers(func: FuncOp, n_chips: int) -> list[ChipTransfer]:
     """The transfers ``func``'s sections need, in program order (existing ones honoured).
 
-    Raises TpDiagnostic on a statement that is not a section (run tp-relocate first).
+    Raises TpDiagnostic on a statement that is not a section (run tp-relocate first), and
+    on a value that is not a tensor read on a chip that did not compute it (only tensors
+    cross: ``section-chip``).
     """
     holders: dict[SSAValue, set[int]] = {}
     writers: dict[SSAValue, tuple[int, ...]] = {}
@@ -49,9 +52,21 @@ def transfers(func: FuncOp, n_chips: int) -> list[ChipTransfer]:
             if held is None:
                 if is_host_value(value):
                     continue
-                raise TpDiagnostic(op, "reads a value no earlier section writes")
+                raise TpReject.NOT_SECTIONED.at(
+                    op,
+                    f"'tp.section' reads %{value_name(value)}, which no earlier section "
+                    "writes: a value chips read is a section's result or a host input",
+                )
             if chip not in held:
-                needed.append(ChipTransfer(value, min(writers[value]), chip, op))
+                src = min(writers[value])
+                if not isinstance(value.type, TensorType):
+                    raise TpReject.SECTION_CHIP.at(
+                        op,
+                        f"a section on chip {chip} reads %{value_name(value)} ({value.type}), "
+                        f"computed on chip {src} only: only tensors cross between chips "
+                        "(tp.transfer), a scalar is read where it is computed",
+                    )
+                needed.append(ChipTransfer(value, src, chip, op))
                 held.add(chip)
         chips = write_chips(op, n_chips)
         for result in op.outs:

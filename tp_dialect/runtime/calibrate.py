@@ -10,21 +10,30 @@ What is measured, and which `Machine` field it becomes:
   larger than the cache) and a square matmul. The matvec is memory-bound (2 FLOPs per
   4-byte weight): its FLOP/s is bandwidth in disguise, and the roofline charges it through
   ``hbm_bandwidth``, not ``peak_flops``. So ``peak_flops`` is the square matmul's figure, the
-  compute roof, and ``hbm_bandwidth`` the best rate a large array is *read* at (the sum's or
-  the matvec's weight bytes per second, whichever is higher): a decode step's bytes are
-  mostly weights read once. The copy's figure is reported, not used: counting its writes
-  as the model does, it comes out well above any read rate, and would make decode look
-  faster than it runs. `measure_local` also reports the roofline's time for the matvec
-  next to the measured one;
+  compute roof. The copy's, sum's and matvec's figures are reported, not used;
+  `measure_local` also reports the roofline's time for the matvec next to the measured one;
+- ``hbm_bandwidth``: the rate at which each of the ranks sharing this machine streams a
+  decode weight (``x @ w.T``) while all do (`measure_stream`), the median of a few passes:
+  a decode step's bytes are mostly weights read once, each at the rate a pass usually gets
+  (the best pass runs up to 1.5x the typical one here);
 - point-to-point latency and bandwidth between two MPI ranks (an mpi4py ping-pong, run as
   ``mpiexec -n 2 python -m tp_dialect.runtime.calibrate --pingpong``): ``link_latency`` is
   half the round trip of an 8-byte message, ``link_bandwidth`` a large message's bytes over
   half its round trip; ``barrier_latency`` is one ``MPI_Barrier`` of the two ranks;
 - ``host_copy_overhead``: the fixed cost of one small host copy (a numpy copy of a few
   bytes, the call included);
-- ``op_overhead``, the reference interpreter's per-op overhead: a tiny generated program run
-  through `run_program`, divided by its op count (the model adds it per op: a chip of this
-  machine is a process dispatching ops one by one).
+- ``op_overhead``, the reference interpreter's time per op besides its roofline in a step
+  as ``tp-run`` runs one — a process's first, in which each op's plan is worked out as it
+  first runs: a tiny generated program lowered to per-chip programs, freshly parsed each
+  time and run once as an MPI rank runs its chip, its time less its roofline over the ops
+  the model counts (the model adds it per op: a chip of this machine is a process
+  dispatching ops one by one);
+- ``first_touch_bandwidth``: the rate at which memory new to a process is mapped in on its
+  first write (the OS faults in each page), besides the write: numpy copies of an array
+  into new buffers, kept alive so each is new, against copies into one already written,
+  measured on the ranks right after they stream (`measure_stream`). The model charges it
+  on the new buffer each update copies its cache into (value semantics): in a decode step
+  those are the large new buffers.
 
 Topology ``all-to-all`` (every pair of ranks talks directly), ``max_chips`` the CPU count,
 ``hbm_bytes`` the total RAM, ``sram_bytes`` the largest CPU cache.
@@ -40,12 +49,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 
 import numpy as np
 
-from tp_dialect.analysis.machine import Machine
+from tp_dialect.analysis.machine import MACHINES, Machine
 from tp_dialect.runtime.launch import find_mpiexec, rank_env, run_bounded
 
 
@@ -112,30 +121,63 @@ def measure_host_copy(nbytes: int = 8, repeat: int = 2000) -> float:
     return _best(copies, 3) / repeat
 
 
-def measure_interpreter(repeat: int = 3) -> dict[str, float]:
-    """The reference interpreter's time per dispatched op: a tiny one-layer, one-chip Qwen3
-    decode step run through `run_program`, best of ``repeat``, over its statement count."""
+def measure_interpreter(machine: Machine, repeat: int = 3) -> dict[str, float]:
+    """The reference interpreter's time per op besides its roofline on ``machine`` (its
+    other figures, measured), in a step as ``tp-run`` runs one: a process runs its program
+    once, so each op's plan is worked out as it first runs. A tiny two-layer Qwen3 decode
+    step lowered to per-chip programs for one chip, parsed anew each time (its plans not yet
+    made) and run once as an MPI rank runs its chip (`ChipRunner`), the median of ``repeat``
+    runs, less its sections' roofline, over the ops the model counts in them (``per_op``);
+    also the step's time and op count."""
+    from xdsl.ir import BlockArgument
+
+    from tp_dialect.analysis.cost import op_cost
+    from tp_dialect.analysis.programs import index_programs
     from tp_dialect.frontend.qwen3 import Qwen3Config, generate
+    from tp_dialect.passes.universe import lowered
     from tp_dialect.runtime.checkpoint import (
         MemorySource,
         place_weights,
         random_inputs,
         random_weights,
     )
-    from tp_dialect.runtime.reference import run_program
-    from tp_dialect.signature import entry_function
+    from tp_dialect.runtime.model.core import placed_sections
+    from tp_dialect.runtime.reference import bind
+    from tp_dialect.runtime.relay_exec import ChipRunner
+    from tp_dialect.signature import entry_function, ports
     from tp_dialect.tools.source import parse_module
     from tp_dialect.universe import tp_context
 
-    cfg = Qwen3Config.preset("tiny", layers=1, chips=1)
-    module, _ = parse_module(tp_context(), generate(cfg), "<tiny>")
-    weights = random_weights(module, seed=0)
-    inputs = random_inputs(module, seed=1, position=3)
-    placement = place_weights(module, MemorySource(weights))
-    values = {**placement.values, **inputs}
-    ops = len(list(entry_function(module).body.block.ops))
-    seconds = _best(lambda: run_program(module, values, placement.placed), repeat)
-    return {"per_op": seconds / ops, "ops": float(ops), "step_seconds": seconds}
+    text = generate(Qwen3Config.preset("tiny", layers=2, chips=1))
+    roofline = replace(machine, op_overhead=0.0)
+    steps: list[float] = []
+    ops = 0
+    roof = 0.0
+    for _ in range(max(repeat, 1)):
+        module, _ = parse_module(tp_context(), text, "<tiny>")
+        module = lowered(module, "tp-relocate,tp-transfers,tp-link-points")
+        func = entry_function(module)
+        placement = place_weights(
+            module,
+            MemorySource(random_weights(module, seed=0)),
+            random_inputs(module, seed=1, position=3),
+            chip=0,
+        )
+        ins, _ = ports(func)
+        args = bind(ins, placement.values)
+        program = index_programs(func).programs[0]
+        own = []
+        for v in program.inputs:  # a chip program's operands: the entry's arguments
+            assert isinstance(v, BlockArgument)
+            own.append(args[v.index])
+        sections = [s for s, chips in placed_sections(func) if 0 in chips]
+        ops = sum(op_cost(s).ops for s in sections)
+        roof = sum(op_cost(s).time(roofline) for s in sections)
+        t0 = time.perf_counter()
+        ChipRunner(module, program, own, placement.placed).run_to(-1)
+        steps.append(time.perf_counter() - t0)
+    step = sorted(steps)[len(steps) // 2]
+    return {"per_op": max(step - roof, 1e-9) / max(ops, 1), "ops": float(ops), "step_seconds": step}
 
 
 # -- MPI ping-pong ---------------------------------------------------------------------------
@@ -167,15 +209,27 @@ def measure_stream(
     n: int = 12288,
     repeat: int = 5,
     timeout: float = 60.0,
-) -> float:
-    """The rate (B/s) at which each of ``ranks`` MPI ranks on this machine streams a decode
-    weight while all do at once (``x @ w.T``, ``w`` an ``[n, k]`` f32 matrix, as the
-    interpreter reads a ``[out, in]`` weight; each rank with cores/ranks BLAS threads, as
-    ``tp-run --mpi`` gives them): a chip's memory bandwidth when ranks are its chips and
-    share the node's memory. The slowest rank's rate; CalibrationError when MPI fails."""
+    touch_bytes: int = 8 << 20,
+) -> dict[str, float]:
+    """How ``ranks`` MPI ranks on this machine use its memory while all run at once (each
+    with cores/ranks BLAS threads, as ``tp-run --mpi`` gives them), the slowest rank's
+    figures; CalibrationError when MPI fails:
+
+    - ``bandwidth`` (B/s): the rate each streams a decode weight (``x @ w.T``, ``w`` an
+      ``[n, k]`` f32 matrix, as the interpreter reads an ``[out, in]`` weight), the median
+      of ``repeat`` passes: a chip's memory bandwidth when ranks are its chips and share
+      the node's memory;
+    - ``first_touch`` (B/s): then the rate at which the OS maps in new memory on its first
+      write (a page fault and a zeroed page), besides the write itself: ``repeat`` copies
+      of a ``touch_bytes`` array into new buffers (kept, so each is new, as an update's
+      copy is) against copies into one already written, medians. The memory they get was
+      just freed by the rank: on a virtual machine whose host takes back memory left free
+      for a while, a page it took back costs several times more to map in again; that is
+      the machine's weather, not the program's cost, and shows as spread between runs."""
     env = rank_env(ranks)
     args = ["--stream", "--k", str(k), "--n", str(n), "--iters", str(repeat)]
-    return _run_ranks(ranks, args, mpiexec, timeout, "memory stream", env)["bandwidth"]
+    args += ["--touch", str(touch_bytes)]
+    return _run_ranks(ranks, args, mpiexec, timeout, "memory stream", env)
 
 
 def _run_ranks(
@@ -209,24 +263,49 @@ def _run_ranks(
     raise CalibrationError(f"MPI {what} printed no figures ({exe})")
 
 
-def _stream_rank(k: int, n: int, iters: int) -> None:
-    """The rank side of `measure_stream`: rank 0 prints the slowest rank's rate."""
+def _median(times: list[float]) -> float:
+    return max(sorted(times)[len(times) // 2], 1e-9)
+
+
+def _stream_rank(k: int, n: int, iters: int, touch_bytes: int) -> None:
+    """The rank side of `measure_stream`: rank 0 prints the slowest rank's figures."""
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
     rng = np.random.default_rng(comm.Get_rank())
     w = rng.standard_normal((n, k), dtype=np.float32)
     x = rng.standard_normal((1, k), dtype=np.float32)
-    best = math.inf
-    for _ in range(max(iters, 1) + 1):  # the first touches the pages
+    passes = []
+    for _ in range(max(iters, 1) + 1):
         comm.Barrier()  # every rank streams at once
         t0 = time.perf_counter()
         x @ w.T
-        best = min(best, time.perf_counter() - t0)
-    rates = comm.gather(w.nbytes / best, root=0)
+        passes.append(time.perf_counter() - t0)
+    stream = w.nbytes / _median(passes[1:])  # the first pass warms BLAS up
+    # Memory touched and freed just now: the new buffers below get pages the OS has at
+    # hand, not ones a hypervisor took back (see `measure_stream`).
+    del w
+    np.ones((max(iters, 1) + 2) * max(touch_bytes // 4, 1), dtype=np.float32)
+    src = np.ones(max(touch_bytes // 4, 1), dtype=np.float32)
+    written = np.zeros_like(src)
+    into_written, into_new, kept = [], [], []
+    comm.Barrier()
+    for _ in range(max(iters, 1)):
+        t0 = time.perf_counter()
+        np.copyto(written, src)
+        into_written.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        kept.append(src.copy())  # what an update's copy does: a new buffer, written once
+        into_new.append(time.perf_counter() - t0)
+    fault = max(_median(into_new) - _median(into_written), 1e-9)
+    figures = comm.gather((stream, src.nbytes / fault), root=0)
     if comm.Get_rank() == 0:
-        assert rates is not None
-        print(json.dumps({"bandwidth": min(rates)}), flush=True)
+        assert figures is not None
+        rates = {
+            "bandwidth": min(f[0] for f in figures),
+            "first_touch": min(f[1] for f in figures),
+        }
+        print(json.dumps(rates), flush=True)
 
 
 def _pingpong_rank(large: int, iters: int) -> None:
@@ -312,19 +391,31 @@ def measure_local(
     timeout: float = 60.0,
     ranks: int = 1,
     stream_shape: tuple[int, int] = (4096, 12288),
+    touch_bytes: int = 8 << 20,
 ) -> dict[str, float]:
     """Every figure of the local machine whose chips are ``ranks`` MPI ranks sharing it, each
     finite and positive, or CalibrationError (MPI unavailable or failing): the fields
     `local_machine` writes and the raw figures behind them (``interpreter_*``,
-    copy/read/matvec). A chip's ``hbm_bandwidth`` is the rate each of ``ranks`` ranks streams
-    a weight at while all do (`measure_stream`): ranks share the node's memory."""
+    copy/read/matvec). A chip's ``hbm_bandwidth`` and ``first_touch_bandwidth`` are those of
+    each of ``ranks`` ranks while all run (`measure_stream`: new buffers of ``touch_bytes``,
+    best the size of the caches the program's updates copy): ranks share the node's memory.
+    ``op_overhead`` is measured last (`measure_interpreter`): time besides the roofline of
+    the figures before it."""
     bw = measure_bandwidth(memory_bytes, repeat)
     mm = measure_matmul(matvec_k, matvec_n, matmul_side, repeat)
     link = measure_pingpong(mpiexec, message_bytes, iters, timeout)
-    interp = measure_interpreter(max(repeat // 2, 1))
     k, n = stream_shape
-    hbm_bandwidth = measure_stream(ranks, mpiexec, k, n, repeat, timeout)
+    memory = measure_stream(ranks, mpiexec, k, n, repeat, timeout, touch_bytes)
+    hbm_bandwidth = memory["bandwidth"]
     peak = mm["matmul"]
+    measured = replace(
+        MACHINES["sn40l"],
+        peak_flops=peak,
+        hbm_bandwidth=hbm_bandwidth,
+        copies_updates=True,
+        first_touch_bandwidth=memory["first_touch"],
+    )
+    interp = measure_interpreter(measured, max(repeat - 2, 1))  # an odd count: a median
     predicted = max(mm["matvec_flop_count"] / peak, mm["matvec_bytes"] / hbm_bandwidth)
     ram = total_ram()
     cache = largest_cache()
@@ -339,6 +430,7 @@ def measure_local(
         "host_copy_overhead": measure_host_copy(),
         "max_chips": float(os.cpu_count() or 2),
         "op_overhead": interp["per_op"],
+        "first_touch_bandwidth": memory["first_touch"],
         "copy_bandwidth": bw["copy"],
         "read_bandwidth": bw["read"],
         "matvec_flops": mm["matvec"],
@@ -374,17 +466,19 @@ def local_machine(figures: dict[str, float]) -> dict[str, object]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The rank side of the ping-pong (``--pingpong``, run under ``mpiexec -n 2``)."""
+    """The rank side of the ping-pong (``--pingpong``, under ``mpiexec -n 2``) or of the
+    memory stream (``--stream``, under ``mpiexec -n RANKS``): 0 once its figures are out."""
     p = argparse.ArgumentParser(prog="python -m tp_dialect.runtime.calibrate")
     p.add_argument("--pingpong", action="store_true", help="run one rank of the ping-pong")
     p.add_argument("--stream", action="store_true", help="run one rank of the memory stream")
     p.add_argument("--k", type=int, default=4096, help="stream: the weight's input size")
     p.add_argument("--n", type=int, default=12288, help="stream: the weight's output size")
     p.add_argument("--large", type=int, default=4 << 20, help="bandwidth message, bytes")
+    p.add_argument("--touch", type=int, default=8 << 20, help="stream: first-touch array, bytes")
     p.add_argument("--iters", type=int, default=50)
     args = p.parse_args(argv)
     if args.stream:
-        _stream_rank(args.k, args.n, args.iters)
+        _stream_rank(args.k, args.n, args.iters, args.touch)
         return 0
     if not args.pingpong:
         p.error(

@@ -8,7 +8,8 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 BLAS_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -40,12 +41,18 @@ def rank_env(ranks: int, base: Mapping[str, str] | None = None) -> dict[str, str
 
 
 def run_bounded(
-    cmd: Sequence[str], env: Mapping[str, str], timeout: float
+    cmd: Sequence[str],
+    env: Mapping[str, str],
+    timeout: float,
+    poll: Callable[[], None] | None = None,
+    every: float = 0.25,
 ) -> subprocess.CompletedProcess[str]:
     """``cmd`` (an ``mpiexec`` line) run to its end with its output captured as text, in a
     session of its own; past ``timeout`` seconds the whole session (the launcher and its
-    ranks) is killed and ``subprocess.TimeoutExpired`` raised. A missing or unrunnable
-    ``cmd`` raises as ``subprocess.Popen`` does."""
+    ranks) is killed and ``subprocess.TimeoutExpired`` raised. ``poll``, if given, is called
+    about every ``every`` seconds while it runs (the launcher's progress line); the run ends
+    as soon as ``cmd`` does, not at the next poll. A missing or unrunnable ``cmd`` raises as
+    ``subprocess.Popen`` does."""
     proc = subprocess.Popen(
         list(cmd),
         stdout=subprocess.PIPE,
@@ -54,11 +61,19 @@ def run_bounded(
         start_new_session=True,
         env=dict(env),
     )
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):  # it may end as it times out
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            # Waiting in slices loses nothing: communicate keeps what it has read so far.
+            out, err = proc.communicate(timeout=max(min(left, every) if poll else left, 0))
+            break
+        except subprocess.TimeoutExpired:
+            if time.monotonic() < deadline and poll is not None:
+                poll()
+                continue
+            with contextlib.suppress(ProcessLookupError):  # it may end as it times out
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise subprocess.TimeoutExpired(list(cmd), timeout) from None
     return subprocess.CompletedProcess(list(cmd), proc.returncode, out, err)

@@ -13,8 +13,10 @@ and receives what it receives, then resumes:
   every chip the relay copies it to; chips send to and receive from the host only.
 
 Every all-reduce (fold, oneshot, twoshot, ring) reaches per-chip programs already spelled as
-links and the chips' own sections, so the sums happen in the same order as on the
-interpreter: the results are bitwise those of `run_linked`. The chips' ``tp.finish`` values
+links and the chips' own sections — a twoshot or ring as the reduce-scatter and all-gather
+tp-transfers writes out (a ring whose tensor has no axis of N elements never gets here:
+tp-link-points refuses it) —, so the sums happen in the same order as on the interpreter:
+the results are bitwise those of `run_linked`. The chips' ``tp.finish`` values
 are gathered to rank 0, which runs the host's statements (``tp.unshard`` ...) on them.
 
 Test hook: with ``TP_MPI_TEST_EXIT_RANK=R`` in the environment, rank R kills itself
@@ -36,6 +38,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.linalg.ops import GenericOp
 from xdsl.ir import Attribute, BlockArgument
 
 from tp_dialect.analysis.programs import check_programs, index_programs
@@ -153,6 +156,21 @@ def check_world(module: ModuleOp, size: int, relay: str) -> int:
             f"so it runs on {want} rank(s)"
         )
     return len(chips)
+
+
+def linalg_ops(module: ModuleOp, rank: int) -> int:
+    """How many ``linalg.generic`` ops rank ``rank`` runs in its step: those of chip
+    ``rank``'s program, and on rank 0 also the host's statements' (a rank past the last chip,
+    the host of ``relay="host"``, runs none) — what its progress counts up to."""
+    func = entry_function(module)
+    count = 0
+    for op in func.body.block.ops:
+        if isinstance(op, ChipProgramOp):
+            if op.chip_index == rank:
+                count += sum(isinstance(inner, GenericOp) for inner in op.walk())
+        elif rank == 0:
+            count += sum(isinstance(inner, GenericOp) for inner in op.walk())
+    return count
 
 
 class _Wire:

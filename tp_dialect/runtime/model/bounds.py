@@ -56,7 +56,9 @@ def allreduces(func: FuncOp) -> list[int]:
     sizes: dict[tuple[SSAValue, ...], int] = {}
     for coll in read_manifest(module).collectives:
         roots = tuple(_whole(p, sends) for p in coll.partials)
-        sizes.setdefault(roots, nbytes(roots[0].type) if roots else nbytes(coll.result.type))
+        # One sum however its partials are ordered (a ring's folds are rotations of it).
+        key = tuple(sorted(roots, key=lambda v: chip_of(v.type) or 0))
+        sizes.setdefault(key, nbytes(roots[0].type) if roots else nbytes(coll.result.type))
     return list(sizes.values())
 
 
