@@ -263,6 +263,12 @@ builtin.module attributes {tp.chips = 2 : i64} {
   }
 }
 """,
+    "a static size that is xDSL's dynamic marker": """\
+func.func @f(%a: tensor<1x64xf32>) -> tensor<1x8x1x8xf32> {
+  %b = tensor.expand_shape %a [[0], [1, 2, 3]] output_shape [1, 8, 9223372036854775808, 8] : tensor<1x64xf32> into tensor<1x8x1x8xf32>
+  func.return %b : tensor<1x8x1x8xf32>
+}
+""",
     "an empty function body": "func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n}\n",
     "an unterminated string": 'func.func @f() attributes {note = "' + "a" * 40 + "\n",
 }
@@ -423,3 +429,39 @@ def test_the_linear_string_rule_matches_what_xdsl_matches(text: str) -> None:
     theirs = MLIRLexer._unescaped_characters_regex.match(text)  # pyright: ignore[reportPrivateUsage]
     ours = LINEAR_STRING_LITERAL.match(text)
     assert (ours and ours.end()) == (theirs and theirs.end())
+
+
+def test_a_binary_program_is_a_located_error(tmp_path: Path) -> None:
+    """Not UTF-8: located at the first byte that is not (tp-run reads programs alike)."""
+    path = tmp_path / "program.mlir"
+    path.write_bytes(b"builtin.module {\n  \xff\xfe\n}\n")
+    for argv in (
+        [str(TP_OPT), str(path)],
+        [str(TP_OPT.parent / "tp-run"), str(path), "--random-weights", "0"],
+    ):
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 1
+        assert f"{path}:2:3: error: not UTF-8 text (byte 0xff)" in proc.stderr, proc.stderr
+
+
+def test_an_op_the_printer_fails_on_is_named_and_located(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last line of defence: an op that verified but that xDSL cannot print."""
+    from xdsl.dialects.arith import ConstantOp
+
+    def broken(self: object, printer: object) -> None:
+        raise IndexError("tuple index out of range")
+
+    monkeypatch.setattr(ConstantOp, "print", broken)
+    code, err = run_in_process(
+        "func.func @f() -> i64 {\n  %c = arith.constant 1 : i64\n  func.return %c : i64\n}\n",
+        [],
+        tmp_path,
+    )
+    assert code == 1
+    first = err.splitlines()[0]
+    assert LOCATED.match(first) and first.endswith(
+        "2:3: error: 'arith.constant' cannot be printed: xDSL's printer fails on it "
+        "(IndexError: tuple index out of range)"
+    ), err

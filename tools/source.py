@@ -20,10 +20,17 @@ so that tp-opt keeps its promise: a located error, never a traceback or a hang):
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    DenseArrayBase,
+    MemRefType,
+    ModuleOp,
+    TensorType,
+)
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Attribute, Block, Operation
@@ -183,14 +190,14 @@ class LocatingParser(Parser):
         except DiagnosticException as err:
             # A builtin attribute's verifier, run as the op's attributes are built: at the
             # op (a dialect attribute's is located at the attribute, above).
-            self.raise_error(_described(err, with_type=False), start, start + 1)
+            self.raise_error(described(err, with_type=False), start, start + 1)
         except Exception as err:
             # An op's own parser failing on a malformed op (IndexError, ValueError, ...):
             # xDSL's bug, the user's malformed op: say which op, where.
             match = _OP_NAME.match(self.lexer.input.content, start)
             name = f"'{match.group(1)}'" if match else "this op"
             self.raise_error(
-                f"{name} is malformed: xDSL's parser fails on it ({_described(err)}); check "
+                f"{name} is malformed: xDSL's parser fails on it ({described(err)}); check "
                 "its operands, types and attributes",
                 start,
                 start + 1,
@@ -199,7 +206,7 @@ class LocatingParser(Parser):
         return op
 
 
-def _described(err: BaseException, with_type: bool = True) -> str:
+def described(err: BaseException, with_type: bool = True) -> str:
     """``Type: first line of the message`` of an exception (without ``Type: `` if not
     ``with_type``), on one line."""
     text = " ".join(str(err).split("\n")[0].split())
@@ -246,9 +253,9 @@ def parse_module(
     except Exception as err:  # outside any op (an alias, a top-level attribute): here
         token = parser._current_token  # pyright: ignore[reportPrivateUsage]
         why = (
-            _described(err, with_type=False)
+            described(err, with_type=False)
             if isinstance(err, DiagnosticException)
-            else f"xDSL's parser fails here ({_described(err)})"
+            else f"xDSL's parser fails here ({described(err)})"
         )
         parser.raise_error(why, token.span.start, token.span.end)
     return module, parser.source_map
@@ -256,9 +263,24 @@ def parse_module(
 
 def upstream_guard(op: Operation) -> str | None:
     """Why ``op`` is malformed in a way xDSL 0.75's verifier crashes on or lets through,
-    or None; checked before xDSL's verifier runs. A ``linalg.transpose`` needs one input
-    and one output, and a permutation of exactly 0..rank-1 (xDSL indexes the shape with it:
-    an IndexError beyond the rank, and a negative entry silently read from the end)."""
+    or None; checked before xDSL's verifier runs. An op's ``static_*`` list (sizes,
+    offsets, an output shape) marks as many entries dynamic as it has values for them
+    (xDSL's printer indexes the values with the marks: an IndexError). A
+    ``linalg.transpose`` needs one input and one output, and a permutation of exactly
+    0..rank-1 (xDSL indexes the shape with it: an IndexError beyond the rank, and a negative
+    entry silently read from the end)."""
+    for prop, attr in op.properties.items():
+        if prop.startswith("static_") and isinstance(attr, DenseArrayBase):
+            name = prop.removeprefix("static_")  # its values: ``sizes``, ``dynamic_sizes``
+            values = getattr(op, name, None) or getattr(op, f"dynamic_{name}", None)
+            values = () if values is None else values
+            marked = sum(v == DYNAMIC_INDEX for v in attr.get_values())
+            if isinstance(values, Sequence) and marked != len(values):
+                return (
+                    f"'{op.name}' {prop}: {marked} of its entries are xDSL's dynamic marker "
+                    f"{DYNAMIC_INDEX} (2**63 wraps to it), but {len(values)} values are given "
+                    "for dynamic entries"
+                )
     if isinstance(op, linalg.TransposeOp):
         if len(op.inputs) != 1 or len(op.outputs) != 1:
             return (
@@ -335,7 +357,7 @@ def verify_located(module: ModuleOp) -> None:
         if isinstance(err, DiagnosticException):
             raise TpDiagnostic(op, str(err)) from None
         # xDSL's verifier crashed on it: the op is malformed
-        why = f"'{op.name}' is malformed: xDSL's verifier fails on it ({_described(err)})"
+        why = f"'{op.name}' is malformed: xDSL's verifier fails on it ({described(err)})"
         raise TpDiagnostic(op, why) from None
     for func in functions:  # once every op's own verifier has had its say
         for block in func.body.blocks:
@@ -351,11 +373,25 @@ def verify_located(module: ModuleOp) -> None:
         raise TpDiagnostic(getattr(err, "op", None), str(err)) from None
 
 
+def decode_source(data: bytes, name: str) -> str:
+    """``data`` as UTF-8 text, or a `ProgramError` at the first byte that is not (a binary
+    file given as a program: xDSL would see only text)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        col = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
+        raise ProgramError(
+            f"{name}:{line}:{col}: error: not UTF-8 text (byte 0x{data[err.start]:02x}): a "
+            "program is MLIR text"
+        ) from None
+
+
 def load_program(ctx: Context, path: str) -> ModuleOp:
     """Parse and verify the program in ``path``; a located `ProgramError` if it is bad."""
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        with open(path, "rb") as f:
+            text = decode_source(f.read(), path)
     except OSError as err:
         raise UserError(f"cannot read '{path}': {err.strerror}") from None
     try:

@@ -24,6 +24,7 @@ from io import StringIO
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
 from xdsl.utils.arg_spec import ArgSpecParseError
@@ -37,6 +38,8 @@ from tp_dialect.signature import BindError
 from tp_dialect.tools.common import LocatedError, UserError, run_tool, write_output
 from tp_dialect.tools.source import (
     SourceMap,
+    decode_source,
+    described,
     located,
     parse_error_message,
     parse_module,
@@ -146,12 +149,14 @@ class TpOptMain(xDSLOptMain):
 
     def _read_input(self) -> tuple[str, str]:
         if self.args.input_file is None:
-            return sys.stdin.read(), "stdin"
+            raw = getattr(sys.stdin, "buffer", None)  # a text stream in tests: no bytes
+            return (decode_source(raw.read(), "stdin") if raw else sys.stdin.read()), "stdin"
         try:
-            with open(self.args.input_file, encoding="utf-8") as f:
-                return f.read(), self.args.input_file
+            with open(self.args.input_file, "rb") as f:
+                data = f.read()
         except OSError as err:
             raise UserError(f"cannot read input '{self.args.input_file}': {err.strerror}") from None
+        return decode_source(data, self.args.input_file), self.args.input_file
 
     def _chunks(self, text: str) -> list[tuple[str, int]]:
         if not self.args.split_input_file:
@@ -174,7 +179,14 @@ class TpOptMain(xDSLOptMain):
         except BindError as err:  # a pass that found no entry function: the module's fault
             where = source_map.locate(module)
             raise LocatedError(located(name, where, _first_line(err))) from None
-        return self.output_resulting_program(module)
+        try:
+            return self.output_resulting_program(module)
+        except Exception as err:  # xDSL's printer failing on an op it accepted
+            op = _unprintable(module)
+            if op is None:
+                raise
+            why = f"'{op.name}' cannot be printed: xDSL's printer fails on it ({described(err)})"
+            raise LocatedError(located(name, source_map.locate(op), why)) from None
 
     def run(self) -> None:
         text, name = self._read_input()
@@ -203,6 +215,17 @@ def _parse(tool: TpOptMain, chunk: str, name: str, offset: int) -> tuple[ModuleO
 
 _CHECKED_HERE = frozenset({"tp-split"})
 """tp passes whose input expectations (`entry_of`) tp-opt checks before they run."""
+
+
+def _unprintable(module: ModuleOp) -> Operation | None:
+    """An op of ``module`` xDSL's printer fails on, nested ones first (each op's printing
+    prints what it holds: its ancestors fail too); None if every op prints."""
+    for op in reversed(list(module.walk())):
+        try:
+            Printer(stream=StringIO()).print_op(op)
+        except Exception:
+            return op
+    return None
 
 
 def _first_line(err: BaseException) -> str:

@@ -69,6 +69,16 @@ func.func @reassociation(%a: tensor<1x128xf32>) -> tensor<1x8x2x8xf32> {
 }
 
 // -----
+// A static size written as 2**63 wraps to xDSL's dynamic marker, with no value for it:
+// xDSL's verifier accepts it and its printer fails on it (IndexError).
+// CHECK-LABEL: error: 'tensor.expand_shape' static_output_shape: 1 of its entries are xDSL's dynamic marker -9223372036854775808 (2**63 wraps to it), but 0 values are given for dynamic entries
+// CHECK-NEXT: %b = tensor.expand_shape %a [[0], [1, 2, 3]] output_shape [1, 8, 9223372036854775808, 8]
+func.func @dynamic_marker(%a: tensor<1x64xf32>) -> tensor<1x8x1x8xf32> {
+  %b = tensor.expand_shape %a [[0], [1, 2, 3]] output_shape [1, 8, 9223372036854775808, 8] : tensor<1x64xf32> into tensor<1x8x1x8xf32>
+  func.return %b : tensor<1x8x1x8xf32>
+}
+
+// -----
 // A block label defined twice after a forward reference (xDSL fails with a KeyError).
 // CHECK-LABEL: error: re-declaration of block 'bb7'
 // CHECK-NEXT: {{^}}^bb7:
