@@ -41,8 +41,8 @@ demo: $(STAMP)
 	$(BIN)/tp-run $(DEMO)/qwen3-8b.mlir --dry-run --machine sn40l --mode all --allreduce auto --report $(DEMO)/qwen3-8b.report.json --trace $(DEMO)/qwen3-8b.trace.json --timeline $(DEMO)/qwen3-8b.timeline.png
 
 lint: $(STAMP)
-	$(BIN)/ruff check tp_dialect passes tools tests benchmarks
-	$(BIN)/ruff format --check tp_dialect passes tools tests benchmarks
+	$(BIN)/ruff check tp_dialect passes tools tests benchmarks fuzz
+	$(BIN)/ruff format --check tp_dialect passes tools tests benchmarks fuzz
 
 # Tests spread over every core (pytest-xdist): the suite is CPU-bound.
 pytest: $(STAMP)

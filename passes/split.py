@@ -53,7 +53,7 @@ from tp_dialect.analysis.plan import PlanError, TpPlan, load_plan
 from tp_dialect.attrs import SliceAttr, chip_of, on_chip
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.linalg_kinds import contraction
-from tp_dialect.names import value_name
+from tp_dialect.names import value_hint, value_name
 from tp_dialect.ops import AllReduceOp, ShardOp, UnshardOp
 from tp_dialect.reject import TpReject
 from tp_dialect.signature import NAME_ATTR, ROLE_ATTR, entry_function
@@ -274,7 +274,9 @@ class _Splitter:
             made = self.slice_of(v, cut, chip, local)
         # Named after the op that first needs it (so layer figures count it with its layer).
         here = self.here.results[0] if self.here and self.here.results else v
-        made.name_hint = f"{value_name(here)}_{self.tails.get(v, value_name(v))}_c{chip}"
+        made.name_hint = value_hint(
+            f"{value_name(here)}_{self.tails.get(v, value_name(v))}_c{chip}"
+        )
         self.views[key] = made
         return made
 
@@ -308,7 +310,7 @@ class _Splitter:
             t = v.type
             assert isinstance(t, TensorType)
             reduce = self.emit(AllReduceOp(self.parts[v], on_chip(t, None)))
-            reduce.results[0].name_hint = f"{value_name(v)}_sum"
+            reduce.results[0].name_hint = value_hint(f"{value_name(v)}_sum")
             self.summed[v] = reduce.results[0]
         return self.summed[v]
 
@@ -580,14 +582,14 @@ class _Splitter:
                 parts = [self.chip_value(v, c) for c in range(self.n)]
                 slices = [SliceAttr(cut.axis, cut.ranges[c], full) for c in range(self.n)]
                 store = self.emit(UnshardOp(parts, slices, t))
-                store.results[0].name_hint = value_name(v)
+                store.results[0].name_hint = value_hint(value_name(v))
                 v = store.results[0]
             values.append(v)
         ret.operands = values
 
 
 def _hint(v: SSAValue, chip: int) -> str:
-    return f"{value_name(v)}_c{chip}"
+    return value_hint(f"{value_name(v)}_c{chip}")
 
 
 def _elementwise(op: Operation) -> bool:

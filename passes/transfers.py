@@ -32,7 +32,6 @@ elements stays one collective (tp-link-points refuses it); a twoshot one is refu
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -52,7 +51,7 @@ from tp_dialect.analysis.transfers import ChipTransfer, transfers
 from tp_dialect.attrs import chip_of, on_chip
 from tp_dialect.certificate import kept
 from tp_dialect.grid import stated_chips
-from tp_dialect.names import value_name
+from tp_dialect.names import value_hint, value_name
 from tp_dialect.ops import AllReduceOp, SectionOp, TransferOp, YieldOp
 from tp_dialect.passes.preconditions import entry_of, not_programs
 from tp_dialect.passes.rewrites import move_op, set_algorithm
@@ -157,13 +156,6 @@ def _adds(
     section = _section(label, [chip], adds)
     section.outs[0].name_hint = value_hint(name)
     return section
-
-
-def value_hint(text: str) -> str:
-    """``text`` as a value name xDSL accepts (``[A-Za-z0-9_$.-]``, no digit first): a
-    section's label, or a value named after its op (``tp.allreduce#0``), may be neither."""
-    name = re.sub(r"[^A-Za-z0-9_$.-]", "_", text)
-    return name if name and not name[0].isdigit() else f"v{name}"
 
 
 def _extract(

@@ -129,6 +129,11 @@ def test_run_check_fails_when_the_program_is_wrong(layer, tmp_path) -> None:
     proc = tool("tp-run", bad, "--random-weights", 1, "--random-inputs", 2, "--check")
     assert proc.returncode == 1
     assert "FAIL" in proc.stdout
+    errors = [line for line in proc.stderr.splitlines() if "error:" in line]
+    assert errors == [
+        "tp-run: error: check failed: hidden_states, present_key.1, present_value.1 beyond "
+        "tolerance of the unsharded program"
+    ]
 
 
 @pytest.mark.parametrize(

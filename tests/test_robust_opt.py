@@ -81,6 +81,17 @@ builtin.module attributes {{tp.chips = {n} : i64}} {{
 }}
 """
 
+# A tensor of 2**41 elements stored back from two chips: its verifier once listed every
+# position of each part (tens of GB); it compares runs. {second} is the second part's start.
+UNSHARD = """\
+builtin.module attributes {{tp.chips = 2 : i64}} {{
+  func.func @f(%a: tensor<1099511627776xf32, #tp.chip<0>>, %b: tensor<1099511627776xf32, #tp.chip<1>>) -> tensor<2199023255552xf32> {{
+    %u = tp.unshard %a, %b slices [#tp.slice<axis = 0, ranges = [(0, 1099511627776)], full = [2199023255552]>, #tp.slice<axis = 0, ranges = [({second}, 1099511627776)], full = [2199023255552]>] : tensor<1099511627776xf32, #tp.chip<0>>, tensor<1099511627776xf32, #tp.chip<1>> -> tensor<2199023255552xf32>
+    func.return %u : tensor<2199023255552xf32>
+  }}
+}}
+"""
+
 # Each a class of input that once ended in an internal error (or was accepted unchecked).
 REPRODUCERS: dict[str, str] = {
     "fold over 2**31 chips": FOLD.format(n=2**31),
@@ -357,6 +368,8 @@ def run_limited(
             "'arith.addf' runs on every chip: tp-relocate lists every chip",
         ),
         (ONE_STATEMENT.format(n=2**62), ["--tp-verify"], None),
+        (UNSHARD.format(second=2**40), [], None),
+        (UNSHARD.format(second=2**40 - 1), [], "part #1 on chip 1 overlaps an earlier part"),
         (
             ON_ONE_CHIP.format(n=2**31),
             ["--tp-relocate", "--tp-fuse", "--tp-transfers", "--tp-phase"],

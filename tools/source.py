@@ -389,6 +389,11 @@ def decode_source(data: bytes, name: str) -> str:
 
 def load_program(ctx: Context, path: str) -> ModuleOp:
     """Parse and verify the program in ``path``; a located `ProgramError` if it is bad."""
+    return load_program_mapped(ctx, path)[0]
+
+
+def load_program_mapped(ctx: Context, path: str) -> tuple[ModuleOp, SourceMap]:
+    """`load_program`, with where each op of the program is in ``path``."""
     try:
         with open(path, "rb") as f:
             text = decode_source(f.read(), path)
@@ -404,7 +409,7 @@ def load_program(ctx: Context, path: str) -> ModuleOp:
         verify_located(module)
     except TpDiagnostic as err:
         raise ProgramError(located(path, source_map.locate(err.op), err.message)) from None
-    return module
+    return module, source_map
 
 
 class ProgramError(LocatedError):

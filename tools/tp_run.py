@@ -46,9 +46,12 @@ from tp_dialect.ops import AllReduceOp
 from tp_dialect.passes.universe import lowered as lowered_copy
 from tp_dialect.runtime import mpi_exec, progress
 from tp_dialect.runtime.checkpoint import (
+    CASTS,
     MemorySource,
     SafetensorsSource,
     TensorSource,
+    check_source,
+    conform_inputs,
     place_weights,
     random_inputs,
     random_weights,
@@ -72,8 +75,15 @@ from tp_dialect.runtime.timeline import (
     write_timeline_png,
 )
 from tp_dialect.signature import BindError
-from tp_dialect.tools.common import UserError, at_least, run_tool, write_atomically
-from tp_dialect.tools.source import load_program, parse_module
+from tp_dialect.tools.common import (
+    LocatedError,
+    UserError,
+    at_least,
+    check_writable,
+    run_tool,
+    write_atomically,
+)
+from tp_dialect.tools.source import load_program, load_program_mapped, located, parse_module
 from tp_dialect.universe import tp_context
 
 ALLREDUCE_CHOICES: tuple[str, ...] = (*AllReduceOp.ALGORITHMS, "auto")
@@ -86,12 +96,25 @@ def parser() -> argparse.ArgumentParser:
     w.add_argument(
         "--weights", help="a .safetensors checkpoint of named tensors (any argument, by name)"
     )
-    w.add_argument("--random-weights", type=int, metavar="SEED", help="random weights")
+    w.add_argument("--random-weights", type=at_least(0, int), metavar="SEED", help="random weights")
     i = p.add_mutually_exclusive_group()
     i.add_argument("--inputs", help="an .npz of named tensors (any argument, by name)")
-    i.add_argument("--random-inputs", type=int, metavar="SEED", help="random inputs and caches")
+    i.add_argument(
+        "--random-inputs",
+        type=at_least(0, int),
+        metavar="SEED",
+        help="random inputs and caches",
+    )
     p.add_argument(
         "--position", type=at_least(0, int), default=3, help="position for --random-inputs"
+    )
+    p.add_argument(
+        "--cast",
+        choices=CASTS,
+        default="safe",
+        help="a tensor whose dtype is not its argument's: no: refused; safe (default): "
+        "converted only when exact (bf16 to f32); same_kind: converted, rounding (f64 to "
+        "f32), said on stderr. A float never becomes an integer",
     )
     p.add_argument("--outputs", help="write the results by name to this .npz")
     p.add_argument(
@@ -163,8 +186,12 @@ def parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="with --mpi: stop the ranks after this long (default 600)",
     )
-    p.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance of --check")
-    p.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance of --check")
+    p.add_argument(
+        "--rtol", type=at_least(0, float), default=1e-4, help="relative tolerance of --check"
+    )
+    p.add_argument(
+        "--atol", type=at_least(0, float), default=1e-5, help="absolute tolerance of --check"
+    )
     return p
 
 
@@ -198,23 +225,54 @@ def compare(
 
 
 def _source(args: argparse.Namespace, module: ModuleOp) -> TensorSource:
+    """The weights asked for, their dtypes checked against the ports (``--cast``)."""
+    source: TensorSource = MemorySource({})
     if args.weights:
-        return SafetensorsSource(args.weights)
-    if args.random_weights is not None:
-        return MemorySource(random_weights(module, args.random_weights))
-    return MemorySource({})
+        source = SafetensorsSource(args.weights)
+    elif args.random_weights is not None:
+        source = MemorySource(random_weights(module, args.random_weights))
+    _note(check_source(module, source, args.cast))
+    return source
 
 
-def _inputs(args: argparse.Namespace, module: ModuleOp) -> dict[str, np.ndarray]:
+def _inputs(
+    args: argparse.Namespace, module: ModuleOp, source: TensorSource | None = None
+) -> dict[str, np.ndarray]:
+    """The inputs asked for, each checked against its port (shape; dtype by ``--cast``)
+    and against ``source``'s copy, if it has one."""
     if args.inputs is None:
         if args.random_inputs is None:
             return {}
         return random_inputs(module, args.random_inputs, args.position)
+    given, notes = conform_inputs(module, read_npz(args.inputs), args.cast, source)
+    _note(notes)
+    return given
+
+
+def read_npz(path: str) -> dict[str, np.ndarray]:
+    """The named arrays of the ``.npz`` at ``path``, read whole; a UserError naming the file
+    when it is not one (a lone ``.npy``, a truncated or damaged archive, pickled objects)."""
     try:
-        with np.load(args.inputs) as data:
+        data = np.load(path, allow_pickle=False)
+    except OSError as err:
+        raise UserError(f"cannot read inputs '{path}': {err.strerror or err}") from None
+    except Exception as err:  # numpy's reader raises what its format parsers raise
+        raise UserError(f"cannot read inputs '{path}': not an .npz of arrays ({err})") from None
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise UserError(
+            f"cannot read inputs '{path}': a single array (.npy); give an .npz of named "
+            "arrays (numpy.savez)"
+        )
+    try:
+        with data:
             return {k: data[k] for k in data.files}
-    except (OSError, ValueError) as err:
-        raise UserError(f"cannot read inputs '{args.inputs}': {err}") from None
+    except Exception as err:  # a damaged member: zipfile, zlib and the .npy parser's errors
+        raise UserError(f"cannot read inputs '{path}': a damaged .npz ({err})") from None
+
+
+def _note(notes: Sequence[str]) -> None:
+    for line in notes:
+        print(f"tp-run: note: {line}", file=sys.stderr)
 
 
 def _reference(args: argparse.Namespace, module: ModuleOp) -> ModuleOp:
@@ -285,7 +343,9 @@ def lowering_for(module: ModuleOp, mode: str, allreduce: str, machine: str) -> l
     stage = stage_of(module)
     relocate = f"tp-relocate{{allreduce={allreduce}}}"
     if allreduce == "auto":
-        relocate = f"tp-relocate{{allreduce=auto machine={machine}}}"
+        if '"' in machine or "\\" in machine:
+            raise UserError(f"--machine '{machine}': a path with a quote or backslash")
+        relocate = f'tp-relocate{{allreduce=auto machine="{machine}"}}'
     if NEEDS[mode] == "programs":
         if stage == "programs":
             return []
@@ -388,7 +448,17 @@ def _main(argv: Sequence[str] | None) -> int:
         return _launch(args, list(sys.argv[1:] if argv is None else argv))
     if args.backend == "mpi":
         return _main_mpi(args)
-    module = load_program(tp_context(), args.program)
+    module, source_map = load_program_mapped(tp_context(), args.program)
+    check_writable(args.outputs, args.report, args.trace, args.timeline)
+    try:
+        return _run(args, module)
+    except TpDiagnostic as err:  # a refusal at an op (say, a slice out of range): there
+        where = source_map.locate(err.op)
+        raise LocatedError(located(args.program, where, err.message)) from None
+
+
+def _run(args: argparse.Namespace, module: ModuleOp) -> int:
+    """Model and/or run ``module`` as ``args`` ask: the exit code."""
     _warn_certificate(args.program, module)
     if args.machine or args.dry_run or args.report or args.trace or args.timeline:
         _model(args, module)
@@ -401,7 +471,7 @@ def _main(argv: Sequence[str] | None) -> int:
             "--inputs IN.npz or --random-inputs SEED (or --dry-run)"
         )
     source = _source(args, module)
-    inputs = _inputs(args, module)
+    inputs = _inputs(args, module, source)
     outputs, load_s, run_s = execute(module, source, inputs, args.storage)
     chips = module.attributes.get("tp.chips")
     print(
@@ -443,7 +513,14 @@ def _check(
     for r in rows:
         verdict = "ok" if r.ok else "FAIL"
         print(f"  {r.name:<{width}}  max abs {r.max_abs:.3e}  max rel {r.max_rel:.3e}  {verdict}")
-    return 0 if all(r.ok for r in rows) else 1
+    failed = [r.name for r in rows if not r.ok]
+    if failed:
+        print(
+            f"tp-run: error: check failed: {', '.join(failed)} beyond tolerance of the "
+            "unsharded program",
+            file=sys.stderr,
+        )
+    return 1 if failed else 0
 
 
 def _strip_mpi(argv: list[str]) -> list[str]:

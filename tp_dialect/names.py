@@ -32,3 +32,10 @@ def layer_of(label: str) -> str:
 def without_layer(label: str) -> str:
     """``label`` without its layer tag: ``l3_c2_q`` -> ``c2_q``."""
     return _LAYER_TAG.sub("", label)
+
+
+def value_hint(text: str) -> str:
+    """``text`` as a value name xDSL accepts (``[A-Za-z0-9_$.-]``, no digit first): a
+    section's label, or a value named after its op (``tp.allreduce#0``), may be neither."""
+    name = re.sub(r"[^A-Za-z0-9_$.-]", "_", text)
+    return name if name and not name[0].isdigit() else f"v{name}"

@@ -77,3 +77,27 @@ builtin.module {
     func.return %h : tensor<1x8xf32>
   }
 }
+
+// -----
+// Values named by number (xDSL keeps no name for them): each chip's copy is named after
+// its op, spelled as a name xDSL accepts (fuzzing found the raw op name refused).
+// CHECK-LABEL: func.func @numbered
+// CHECK:         %linalg.generic_0_weight_c0 = tp.shard %up
+// CHECK:         %linalg.generic_0_c0 = linalg.generic
+// CHECK:         %linalg.generic_0_c1 = linalg.generic
+// CHECK:         %[[SUM:.*]] = tp.unshard %linalg.generic_0_c0, %linalg.generic_0_c1
+// CHECK-NEXT:    func.return %[[SUM]]
+builtin.module {
+  func.func @numbered(%x: tensor<1x4xf32> {tp.name = "x"}, %up: tensor<8x4xf32> {tp.name = "mlp.up.weight"}, %down: tensor<4x8xf32> {tp.name = "mlp.down.weight"}) -> tensor<1x8xf32> {
+    %0 = arith.constant 0.0 : f32
+    %1 = tensor.empty() : tensor<1x8xf32>
+    %2 = linalg.fill ins(%0 : f32) outs(%1 : tensor<1x8xf32>) -> tensor<1x8xf32>
+    %3 = linalg.generic {indexing_maps = [affine_map<(b, o, k) -> (b, k)>, affine_map<(b, o, k) -> (o, k)>, affine_map<(b, o, k) -> (b, o)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %up : tensor<1x4xf32>, tensor<8x4xf32>) outs(%2 : tensor<1x8xf32>) {
+    ^bb0(%a: f32, %w: f32, %acc: f32):
+      %m = arith.mulf %a, %w : f32
+      %s = arith.addf %acc, %m : f32
+      linalg.yield %s : f32
+    } -> tensor<1x8xf32>
+    func.return %3 : tensor<1x8xf32>
+  }
+}

@@ -128,6 +128,23 @@ def machine_from(spec: str) -> Machine:
 _POSITIVE = {"max_chips", "peak_flops", "hbm_bandwidth", "link_bandwidth"}
 
 
+# Physical bounds on the figures (beyond them a step's arithmetic over- or underflows: an
+# hour-long latency summed over a program's transfers is still finite). Rates at least one a
+# second; times at most an hour; sizes and rates at most 1e24.
+_LARGEST = 1e24
+_RANGES: dict[str, tuple[float, float, str]] = {
+    "max_chips": (1, 1 << 20, " chips"),
+    "peak_flops": (1.0, _LARGEST, " FLOP/s"),
+    "hbm_bandwidth": (1.0, _LARGEST, " B/s"),
+    "link_bandwidth": (1.0, _LARGEST, " B/s"),
+    "first_touch_bandwidth": (1.0, _LARGEST, " B/s"),
+    "link_latency": (0.0, 3600.0, " s"),
+    "host_copy_overhead": (0.0, 3600.0, " s"),
+    "barrier_latency": (0.0, 3600.0, " s"),
+    "op_overhead": (0.0, 3600.0, " s"),
+}
+
+
 def _field_problem(name: str, value: object, like: object) -> str | None:
     """Why ``value`` cannot be field ``name`` (whose preset value is ``like``), or None."""
     if name == "topology":
@@ -142,4 +159,7 @@ def _field_problem(name: str, value: object, like: object) -> str | None:
         return f"must be a whole number, not {value}"
     if not math.isfinite(value) or value < 0 or (name in _POSITIVE and value == 0):
         return f"must be a finite number {'above' if name in _POSITIVE else 'at least'} 0"
+    low, high, unit = _RANGES.get(name, (0.0, _LARGEST, ""))
+    if value != 0 and not low <= value <= high:
+        return f"{value:g} is outside what a machine can be: {low:g} to {high:g}{unit}"
     return None

@@ -37,6 +37,8 @@ class TensorSource(Protocol):
 
     def shape(self, name: str) -> tuple[int, ...] | None: ...
 
+    def dtype(self, name: str) -> np.dtype: ...
+
     def whole(self, name: str) -> np.ndarray: ...
 
     def ranges(self, name: str, axis: int, ranges: Iterable[tuple[int, int]]) -> np.ndarray: ...
@@ -51,6 +53,9 @@ class MemorySource:
     def shape(self, name: str) -> tuple[int, ...] | None:
         t = self.tensors.get(name)
         return None if t is None else tuple(np.shape(t))
+
+    def dtype(self, name: str) -> np.dtype:
+        return np.asarray(self.tensors[name]).dtype
 
     def whole(self, name: str) -> np.ndarray:
         return np.asarray(self.tensors[name])
@@ -78,6 +83,13 @@ class SafetensorsSource:
             return None
         return tuple(self._file.get_slice(name).get_shape())
 
+    def dtype(self, name: str) -> np.dtype:
+        stored = self._file.get_slice(name).get_dtype()
+        found = _SAFETENSORS_DTYPES.get(stored)
+        if found is None:
+            raise BindError(f"checkpoint tensor '{name}' is {stored}: tp reads no such dtype")
+        return np.dtype(found)
+
     def whole(self, name: str) -> np.ndarray:
         tensor = self._file.get_tensor(name)
         tick(loaded=tensor.nbytes)
@@ -88,6 +100,21 @@ class SafetensorsSource:
         parts = [view[(slice(None),) * axis + (slice(s, s + n),)] for s, n in ranges]
         tick(loaded=sum(p.nbytes for p in parts))
         return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=axis)
+
+
+# safetensors' dtype names (its header's ``dtype``) as numpy dtypes (bf16 via ml_dtypes).
+_SAFETENSORS_DTYPES: dict[str, str] = {
+    "F64": "float64",
+    "F32": "float32",
+    "F16": "float16",
+    "BF16": "bfloat16",
+    "I64": "int64",
+    "I32": "int32",
+    "I16": "int16",
+    "I8": "int8",
+    "U8": "uint8",
+    "BOOL": "bool",
+}
 
 
 @dataclass
@@ -237,6 +264,86 @@ def _load_slice(source: TensorSource, key: str, load: ChipLoad, port: Port) -> n
     return np.ascontiguousarray(data, dtype=port.numpy_dtype)
 
 
+CASTS: tuple[str, ...] = ("no", "safe", "same_kind")
+"""How a tensor whose dtype is not its port's is treated (numpy's casting rules): ``no``
+refuses it; ``safe`` converts only where every value is kept exactly (bf16 or f16 to f32,
+f32 to f64, a narrower integer to a wider one); ``same_kind`` converts within a kind too,
+rounding (f64 to f32, int to float). An integer *input* converts to another integer
+dtype whenever each of its values fits, whatever the rule; a float never becomes an
+integer (a position of 3.7 is refused, not run as 3)."""
+
+
+def cast_problem(
+    port: Port, found: np.dtype, casting: str, values: np.ndarray | None = None
+) -> str | None:
+    """Why a tensor of dtype ``found`` (``values``, when in memory) cannot be bound to
+    ``port`` under ``casting`` (`CASTS`), or None."""
+    want = port.numpy_dtype
+    if found == want or (casting != "no" and np.can_cast(found, want, casting)):
+        return None
+    if values is not None and found.kind in "iub" and want.kind in "iu":
+        info = np.iinfo(want)
+        if values.size == 0 or (info.min <= values.min() and values.max() <= info.max):
+            return None
+        return f"has values outside {port.dtype}'s range"
+    hint = " (--cast same_kind converts, rounding)" if np.can_cast(found, want, "same_kind") else ""
+    return f"is {found}, not {want}{hint}"
+
+
+def conform_inputs(
+    module: ModuleOp,
+    inputs: Mapping[str, Any],
+    casting: str,
+    source: TensorSource | None = None,
+) -> tuple[dict[str, np.ndarray], list[str]]:
+    """``inputs`` checked against the ports they are bound to (shape, and dtype under
+    ``casting``) and converted to their dtypes; what does not name a port is kept as is.
+    Also a note for each conversion that may round. Raises BindError naming the input (and,
+    for one ``source`` also holds in another shape, both shapes)."""
+    ins, _ = ports(entry_function(module))
+    out = dict(inputs)
+    notes: list[str] = []
+    for port in ins:
+        key = port.key_in(inputs)
+        if key is None:
+            continue
+        value = np.asarray(inputs[key])
+        if source is not None:
+            _check_both(port, source, _key_in_source(port, source), value.shape)
+        if value.shape != port.shape:
+            raise BindError(
+                f"argument '{key}': expected shape {list(port.shape)}, found {list(value.shape)}"
+            )
+        problem = cast_problem(port, value.dtype, casting, value)
+        if problem:
+            raise BindError(f"argument '{key}' {problem}")
+        if value.dtype != port.numpy_dtype:
+            if not np.can_cast(value.dtype, port.numpy_dtype, "safe"):
+                notes.append(f"argument '{key}' converted from {value.dtype} to {port.dtype}")
+            value = value.astype(port.numpy_dtype)
+        out[key] = value
+    return out, notes
+
+
+def check_source(module: ModuleOp, source: TensorSource, casting: str) -> list[str]:
+    """Check the dtype of every tensor of ``source`` bound to a port (from its header: nothing
+    is read) under ``casting``; a note for each conversion that may round. Raises
+    BindError naming the tensor."""
+    ins, _ = ports(entry_function(module))
+    notes: list[str] = []
+    for port in ins:
+        key = _key_in_source(port, source)
+        if key is None:
+            continue
+        found = source.dtype(key)
+        problem = cast_problem(port, found, casting)
+        if problem:
+            raise BindError(f"checkpoint tensor '{key}' {problem}")
+        if not np.can_cast(found, port.numpy_dtype, "safe"):
+            notes.append(f"checkpoint tensor '{key}' converted from {found} to {port.dtype}")
+    return notes
+
+
 def random_weights(module: ModuleOp, seed: int) -> dict[str, np.ndarray]:
     """Random values for every weight argument of ``module`` (by role), at a scale that keeps
     a layer's activations O(1): a weight of rank 0 or 1 is taken for a norm's scale (near 1),
@@ -273,9 +380,10 @@ def random_inputs(module: ModuleOp, seed: int, position: int) -> dict[str, np.nd
             cache = np.zeros(port.shape, port.numpy_dtype)
             axis = port.cache_axis
             if axis is not None:
-                if position > port.shape[axis]:
+                if position >= port.shape[axis]:
                     raise BindError(
-                        f"position {position} is beyond the cache's {port.shape[axis]} positions"
+                        f"position {position} is beyond the cache's {port.shape[axis]} "
+                        f"positions (0..{port.shape[axis] - 1})"
                     )
                 filled = (*port.shape[:axis], position, *port.shape[axis + 1 :])
                 cache[(slice(None),) * axis + (slice(0, position),)] = rng.standard_normal(filled)

@@ -236,6 +236,13 @@ def _make_plan(op: linalg.GenericOp) -> _Plan:
     yield_op = block.last_op
     assert isinstance(yield_op, linalg.YieldOp)
     if not reduced:
+        for k, dims in enumerate(plan.dims[n_in:]):
+            missing = sorted(set(range(plan.rank)) - set(dims))
+            if missing:  # each of its elements would be written once per value of d
+                raise InterpretationError(
+                    f"linalg.generic: parallel loop d{missing[0]} does not index output {k}: "
+                    "a loop an output does not follow must be a reduction"
+                )
         plan.body = _compile_body(op, None)
         return plan
     if len(op.outputs) != 1 or len(yield_op.operands) != 1:

@@ -43,6 +43,7 @@ from xdsl.interpreter import (
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
+from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.dtypes import numpy_dtype
 from tp_dialect.ops import (
     AllReduceOp,
@@ -125,7 +126,7 @@ class NumpyFunctions(InterpreterFunctions):
     def run_extract_slice(
         self, interpreter: Interpreter, op: tensor.ExtractSliceOp, args: PythonValues
     ):
-        index = _slice_index(op, args[1:])
+        index = _slice_index(op, args[1:], np.shape(args[0]))
         return (self._fresh(np.ascontiguousarray(args[0][index])),)
 
     @impl(tensor.InsertSliceOp)
@@ -140,8 +141,14 @@ class NumpyFunctions(InterpreterFunctions):
                 f"tensor.insert_slice into %{op.dest.name_hint or '?'}: its storage is "
                 "read-only, so it cannot be updated in place"
             )
-        index = _slice_index(op, args[2:])
-        dest[index] = np.reshape(args[0], dest[index].shape)
+        index = _slice_index(op, args[2:], dest.shape)
+        window = dest[index]
+        if np.size(args[0]) != window.size:
+            raise InterpretationError(
+                f"'{op.name}': the source's {np.size(args[0])} elements do not fill the "
+                f"{list(window.shape)} slice they are inserted into"
+            )
+        dest[index] = np.reshape(args[0], window.shape)
         return (dest,)
 
     @impl(tensor.ExpandShapeOp)
@@ -248,11 +255,42 @@ def _shape(op: Operation) -> tuple[int, ...]:
 
 
 def _slice_index(
-    op: tensor.ExtractSliceOp | tensor.InsertSliceOp, dynamic: Sequence[Any]
+    op: tensor.ExtractSliceOp | tensor.InsertSliceOp,
+    dynamic: Sequence[Any],
+    shape: Sequence[int],
 ) -> tuple[slice, ...]:
-    """Offsets/sizes/strides (static, or the dynamic operands in order) as a numpy index."""
+    """Offsets/sizes/strides (static, or the dynamic operands in order) as a numpy index
+    into a tensor of ``shape``; InterpretationError when the slice leaves it (a dynamic
+    offset, say a position, out of range: numpy would wrap a negative one silently)."""
     values = iter(int(v) for v in dynamic)
     offsets = [next(values) if o == _DYNAMIC else o for o in op.static_offsets.get_values()]
     sizes = [next(values) if s == _DYNAMIC else s for s in op.static_sizes.get_values()]
     strides = [next(values) if s == _DYNAMIC else s for s in op.static_strides.get_values()]
+    if len(offsets) != len(shape):
+        raise InterpretationError(
+            f"'{op.name}': {len(offsets)} offsets for a tensor of rank {len(shape)}"
+        )
+    for axis, (o, s, st, n) in enumerate(zip(offsets, sizes, strides, shape, strict=True)):
+        if s < 0 or st < 1 or o < 0 or (s > 0 and o + (s - 1) * st >= n):
+            raise InterpretationError(
+                f"'{op.name}': offset {o}, size {s}, stride {st} along axis {axis} leave "
+                f"its {n} entries"
+            )
     return tuple(slice(o, o + s * st, st) for o, s, st in zip(offsets, sizes, strides, strict=True))
+
+
+class LocatingInterpreter(Interpreter):
+    """xDSL's interpreter, whose failures at an op (an `InterpretationError`: a construct
+    the runtime refuses, a slice out of range) name the op: a `RunError`."""
+
+    def _run_op(self, op: Operation, inputs: PythonValues):  # noqa: ANN202 - xDSL's type
+        try:
+            return super()._run_op(op, inputs)
+        except RunError:
+            raise
+        except InterpretationError as err:
+            raise RunError(op, " ".join(str(err).split())) from None
+
+
+class RunError(TpDiagnostic):
+    """A program that cannot run at ``op`` (on these inputs): located by the tool."""

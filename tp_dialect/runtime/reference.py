@@ -12,12 +12,11 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.interpreter import Interpreter
 from xdsl.interpreters.func import FuncFunctions
 
 from tp_dialect.ops import ShardOp
 from tp_dialect.program_ops import ChipProgramOp
-from tp_dialect.runtime.numpy_impls import NumpyFunctions, own_storage
+from tp_dialect.runtime.numpy_impls import LocatingInterpreter, NumpyFunctions, own_storage
 from tp_dialect.runtime.relay_exec import run_linked
 from tp_dialect.signature import BindError, Port, entry_function, ports
 
@@ -67,7 +66,7 @@ def run_program(
         # per-chip programs: the relay
         results = run_linked(module, func, args, placed, storage=storage)
     else:
-        interpreter = Interpreter(module)
+        interpreter = LocatingInterpreter(module)
         interpreter.register_implementations(FuncFunctions())
         interpreter.register_implementations(NumpyFunctions(placed, storage=storage))
         results = interpreter.call_op(func, tuple(args))

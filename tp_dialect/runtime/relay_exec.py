@@ -29,13 +29,13 @@ from tp_dialect.analysis.programs import check_programs, schedule
 from tp_dialect.analysis.relay import Copy, RelayStep, RunTo
 from tp_dialect.ops import SectionOp, ShardOp
 from tp_dialect.program_ops import ChipProgramOp, CopyOp, FinishOp, LinkOp, RelayOp, RunToOp
-from tp_dialect.runtime.numpy_impls import NumpyFunctions, own_storage
+from tp_dialect.runtime.numpy_impls import LocatingInterpreter, NumpyFunctions, own_storage
 
 
 def _interpreter(
     module: ModuleOp, placed: dict[ShardOp, np.ndarray] | None, storage: bool = False
 ) -> Interpreter:
-    interpreter = Interpreter(module)
+    interpreter = LocatingInterpreter(module)
     interpreter.register_implementations(FuncFunctions())
     interpreter.register_implementations(NumpyFunctions(placed, storage=storage))
     return interpreter

@@ -136,7 +136,8 @@ def decompose(report: ModelReport, timeline: Timeline) -> None:
     slices' ends: O(S log S)."""
     for figures in report.layers.values():
         figures.time = figures.compute = figures.communication = figures.idle = 0.0
-    work = [s for s in timeline.slices if s.duration > 0 and _class(s.kind) < 2]
+    # A slice whose end rounds to its start (a tiny duration at a huge time) spans nothing.
+    work = [s for s in timeline.slices if s.start + s.duration > s.start and _class(s.kind) < 2]
     events: list[tuple[float, int, Slice]] = []
     for s in work:
         events.append((s.start, 1, s))

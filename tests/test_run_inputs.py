@@ -1,0 +1,319 @@
+"""tp-run checks every input against its port before running (issue 15): dtype by an
+explicit cast policy, shape, positions in range, machine figures, output paths; and every
+refusal is one located or named line, exit 1."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import stat
+import zipfile
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+from safetensors.numpy import save_file
+
+from tp_dialect.runtime.checkpoint import random_inputs, random_weights
+from tp_dialect.tools.source import parse_module
+from tp_dialect.tools.tp_gen import main as tp_gen
+from tp_dialect.tools.tp_run import main
+from tp_dialect.universe import tp_context
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("prog") / "layer.mlir"
+    assert tp_gen(["qwen3", "--preset", "tiny", "--chips", "2", "-o", str(path)]) == 0
+    return path
+
+
+@pytest.fixture(scope="module")
+def tensors(program) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    module, _ = parse_module(tp_context(), program.read_text(), str(program))
+    return random_weights(module, 0), random_inputs(module, 1, 3)
+
+
+def run(capsys, *argv: object) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def save(path: Path, **arrays: np.ndarray) -> Path:
+    np.savez(path, **arrays)
+    return path
+
+
+def outputs(path: Path) -> dict[str, np.ndarray]:
+    with np.load(path) as data:
+        return {k: data[k] for k in data.files}
+
+
+def error_lines(err: str) -> list[str]:
+    return [line for line in err.splitlines() if "error:" in line]
+
+
+# -- dtype: the cast policy ----------------------------------------------------------
+
+
+def test_f64_input_is_refused_by_default_with_the_flag_that_converts(
+    program, tensors, tmp_path, capsys
+) -> None:
+    _, inputs = tensors
+    bad = {**inputs, "hidden_states": inputs["hidden_states"].astype(np.float64)}
+    code, out, err = run(
+        capsys, program, "--random-weights", 0, "--inputs", save(tmp_path / "i.npz", **bad)
+    )
+    assert code == 1 and "ran " not in out
+    assert error_lines(err) == [
+        "tp-run: error: argument 'hidden_states' is float64, not float32 "
+        "(--cast same_kind converts, rounding)"
+    ]
+
+
+def test_same_kind_converts_says_so_and_equals_the_run_on_rounded_inputs(
+    program, tensors, tmp_path, capsys
+) -> None:
+    _, inputs = tensors
+    wide = {**inputs, "hidden_states": inputs["hidden_states"].astype(np.float64) + 1e-9}
+    rounded = {**inputs, "hidden_states": wide["hidden_states"].astype(np.float32)}
+    a, b = tmp_path / "a.npz", tmp_path / "b.npz"
+    code, _, err = run(
+        capsys,
+        program,
+        "--random-weights",
+        0,
+        "--inputs",
+        save(tmp_path / "wide.npz", **wide),
+        "--cast",
+        "same_kind",
+        "--outputs",
+        a,
+    )
+    assert code == 0, err
+    assert "tp-run: note: argument 'hidden_states' converted from float64 to f32" in err
+    code, _, err = run(
+        capsys,
+        program,
+        "--random-weights",
+        0,
+        "--inputs",
+        save(tmp_path / "r.npz", **rounded),
+        "--outputs",
+        b,
+    )
+    assert code == 0, err
+    got, want = outputs(a), outputs(b)
+    assert got.keys() == want.keys()
+    for k in want:
+        np.testing.assert_array_equal(got[k], want[k])
+
+
+def test_bf16_checkpoint_converts_exactly_by_default_and_is_refused_by_cast_no(
+    program, tensors, tmp_path, capsys
+) -> None:
+    weights, _ = tensors
+    bf16 = {k: v.astype(ml_dtypes.bfloat16) for k, v in weights.items()}
+    ckpt = tmp_path / "w.safetensors"
+    save_file(bf16, str(ckpt))
+    out = tmp_path / "o.npz"
+    code, _, err = run(capsys, program, "--weights", ckpt, "--random-inputs", 1, "--outputs", out)
+    assert code == 0, err
+    assert "note:" not in err  # exact: nothing rounds
+    # The same numbers as f32 weights holding the bf16 values.
+    exact = tmp_path / "w32.safetensors"
+    save_file({k: v.astype(np.float32) for k, v in bf16.items()}, str(exact))
+    ref = tmp_path / "r.npz"
+    assert run(capsys, program, "--weights", exact, "--random-inputs", 1, "--outputs", ref)[0] == 0
+    for k, v in outputs(ref).items():
+        np.testing.assert_array_equal(outputs(out)[k], v)
+    code, _, err = run(capsys, program, "--weights", ckpt, "--random-inputs", 1, "--cast", "no")
+    assert code == 1
+    assert len(error_lines(err)) == 1 and "is bfloat16, not float32" in err
+
+
+def test_a_float_position_is_refused_whatever_the_cast(program, tensors, tmp_path, capsys) -> None:
+    _, inputs = tensors
+    path = save(tmp_path / "p.npz", **{**inputs, "position": np.float64(3.7)})
+    for cast in ("no", "safe", "same_kind"):
+        code, out, err = run(
+            capsys, program, "--random-weights", 0, "--inputs", path, "--cast", cast
+        )
+        assert code == 1 and "ran " not in out
+        assert error_lines(err) == ["tp-run: error: argument 'position' is float64, not int64"]
+
+
+def test_a_narrower_integer_position_binds(program, tensors, tmp_path, capsys) -> None:
+    _, inputs = tensors
+    path = save(tmp_path / "p.npz", **{**inputs, "position": np.int32(3)})
+    code, _, err = run(capsys, program, "--random-weights", 0, "--inputs", path, "--cast", "no")
+    assert code == 0, err
+
+
+def test_a_wrong_shape_is_named(program, tensors, tmp_path, capsys) -> None:
+    _, inputs = tensors
+    path = save(tmp_path / "s.npz", **{**inputs, "position": np.array([3, 4])})
+    code, _, err = run(capsys, program, "--random-weights", 0, "--inputs", path)
+    assert code == 1
+    assert error_lines(err) == ["tp-run: error: argument 'position': expected shape [], found [2]"]
+
+
+# -- positions in range ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("position", [-1, 16, 2**40])
+def test_a_position_outside_the_cache_is_located_at_the_insert(
+    program, tensors, tmp_path, capsys, position
+) -> None:
+    _, inputs = tensors
+    path = save(tmp_path / "p.npz", **{**inputs, "position": np.int64(position)})
+    code, out, err = run(capsys, program, "--random-weights", 0, "--inputs", path)
+    assert code == 1 and "ran " not in out
+    first = error_lines(err)[0]
+    assert first.startswith(f"{program}:") and "'tensor.insert_slice': offset" in first
+    line = int(first.split(":")[1])
+    assert "tensor.insert_slice" in program.read_text().splitlines()[line - 1]
+    assert f"offset {position}," in first and "leave its 16 entries" in first
+
+
+def test_position_flag_at_the_cache_size_is_refused(program, capsys) -> None:
+    code, _, err = run(
+        capsys, program, "--random-weights", 0, "--random-inputs", 0, "--position", 16
+    )
+    assert code == 1
+    assert error_lines(err) == [
+        "tp-run: error: position 16 is beyond the cache's 16 positions (0..15)"
+    ]
+    assert (
+        run(capsys, program, "--random-weights", 0, "--random-inputs", 0, "--position", 15)[0] == 0
+    )
+
+
+# -- input files -----------------------------------------------------------------------
+
+
+def _truncated(path: Path, tensors) -> Path:
+    _, inputs = tensors
+    buf = io.BytesIO()
+    np.savez(buf, **inputs)
+    path.write_bytes(buf.getvalue()[: len(buf.getvalue()) // 2])
+    return path
+
+
+def _damaged_member(path: Path, tensors) -> Path:
+    _, inputs = tensors
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("hidden_states.npy", b"\x93NUMPY garbage")
+    return path
+
+
+def _npy(path: Path) -> Path:
+    np.save(path, np.zeros(3))
+    return path
+
+
+@pytest.mark.parametrize(
+    "make, says",
+    [
+        (lambda p, t: (p.write_bytes(b""), p)[1], "not an .npz of arrays"),
+        (_truncated, "not an .npz of arrays"),
+        (_damaged_member, "a damaged .npz"),
+        (lambda p, t: _npy(p.with_suffix(".npy")), "a single array"),
+        (lambda p, t: p.parent / "missing.npz", "No such file"),
+    ],
+)
+def test_bad_inputs_files_are_one_line(program, tensors, tmp_path, capsys, make, says) -> None:
+    path = make(tmp_path / "bad.npz", tensors)
+    code, _, err = run(capsys, program, "--random-weights", 0, "--inputs", path)
+    assert code == 1
+    lines = error_lines(err)
+    assert len(lines) == 1 and lines[0].startswith(f"tp-run: error: cannot read inputs '{path}'")
+    assert says in lines[0] and "internal" not in err
+
+
+# -- flags -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ("--random-weights", "-5", "--random-inputs", "0"),
+        ("--random-weights", "0", "--random-inputs", "-1"),
+        ("--random-weights", "0", "--random-inputs", "0", "--check", "--atol", "nan"),
+        ("--random-weights", "0", "--random-inputs", "0", "--check", "--rtol", "-1"),
+        ("--random-weights", "0", "--random-inputs", "0", "--cast", "unsafe"),
+    ],
+)
+def test_bad_flags_are_refused_before_running(program, capsys, flags) -> None:
+    code, out, err = run(capsys, program, *flags)
+    assert code == 1 and "ran " not in out
+    assert "error:" in err and "internal" not in err
+
+
+# -- machine files -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "field, value, says",
+    [
+        ("barrier_latency", 1e308, "outside what a machine can be"),
+        ("link_bandwidth", 0, "must be a finite number above 0"),
+        ("link_bandwidth", 1e-300, "outside what a machine can be"),
+        ("peak_flops", "fast", "must be a number"),
+        ("max_chips", 2**40, "outside what a machine can be"),
+    ],
+)
+def test_machine_fields_out_of_range_are_named(program, tmp_path, capsys, field, value, says):
+    machine = tmp_path / "m.json"
+    machine.write_text(json.dumps({field: value}))
+    code, _, err = run(capsys, program, "--dry-run", "--machine", machine, "--mode", "all")
+    assert code == 1
+    lines = error_lines(err)
+    assert len(lines) == 1 and f"{field}" in lines[0] and says in lines[0]
+
+
+def test_auto_allreduce_with_a_machine_file_whose_path_has_spaces(program, tmp_path, capsys):
+    machine = tmp_path / "my machine=x.json"
+    machine.write_text(json.dumps({"link_latency": 1e-6}))
+    code, out, err = run(
+        capsys, program, "--dry-run", "--machine", machine, "--allreduce", "auto", "--mode", "relay"
+    )
+    assert code == 0, err
+    assert "modelled in" in out
+
+
+# -- outputs -----------------------------------------------------------------------------
+
+
+def test_an_output_in_a_missing_directory_is_refused_before_the_run(program, tmp_path, capsys):
+    target = tmp_path / "nowhere" / "out.npz"
+    code, out, err = run(
+        capsys, program, "--random-weights", 0, "--random-inputs", 0, "--outputs", target
+    )
+    assert code == 1 and "ran " not in out
+    assert error_lines(err) == [
+        f"tp-run: error: cannot write '{target}': no directory '{target.parent}'"
+    ]
+
+
+def test_a_new_output_follows_the_umask_and_an_old_one_keeps_its_mode(
+    program, tmp_path, capsys
+) -> None:
+    new, old = tmp_path / "new.npz", tmp_path / "old.npz"
+    old.write_bytes(b"x")
+    old.chmod(0o604)
+    mask = os.umask(0o027)
+    try:
+        for target in (new, old):
+            code, _, err = run(
+                capsys, program, "--random-weights", 0, "--random-inputs", 0, "--outputs", target
+            )
+            assert code == 0, err
+    finally:
+        os.umask(mask)
+    assert stat.S_IMODE(new.stat().st_mode) == 0o640
+    assert stat.S_IMODE(old.stat().st_mode) == 0o604
+    assert set(outputs(old)) == set(outputs(new))
