@@ -58,9 +58,16 @@ class SourceMap:
     def locate(self, op: Operation | None) -> tuple[int, int, str] | None:
         """(line, column, source line) of ``op`` or its nearest parsed ancestor; for a
         module the text never spelled (an implicit one), of its first op."""
+        jumped = False  # into an implicit module's first op: once (an op of another
+        # module, such as a lowered copy's, would go round forever)
         while op is not None and op not in self.starts:
-            if isinstance(op, ModuleOp) and op.parent is None and op.ops.first is not None:
-                op = op.ops.first  # the implicit module: where its text begins
+            if (
+                not jumped
+                and isinstance(op, ModuleOp)
+                and op.parent is None
+                and op.ops.first is not None
+            ):
+                op, jumped = op.ops.first, True  # the implicit module: where its text begins
                 continue
             op = op.parent_op()
         if op is None:
