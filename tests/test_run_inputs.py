@@ -135,6 +135,37 @@ def test_bf16_checkpoint_converts_exactly_by_default_and_is_refused_by_cast_no(
     assert len(error_lines(err)) == 1 and "is bfloat16, not float32" in err
 
 
+@pytest.mark.parametrize(
+    "dtype, refused",
+    [(np.float64, True), (np.float16, False), (np.int32, True), (np.float32, False)],
+)
+def test_checkpoint_dtypes_follow_the_safe_rule(
+    program, tensors, tmp_path, capsys, dtype, refused
+) -> None:
+    weights, _ = tensors
+    ckpt = tmp_path / "w.safetensors"
+    save_file({k: v.astype(dtype) for k, v in weights.items()}, str(ckpt))
+    code, out, err = run(capsys, program, "--weights", ckpt, "--random-inputs", 1)
+    assert code == (1 if refused else 0), err
+    if refused:
+        assert "ran " not in out
+        lines = error_lines(err)
+        assert len(lines) == 1 and f"is {np.dtype(dtype)}, not float32" in lines[0]
+
+
+def test_integer_hidden_states_are_refused_by_default(program, tensors, tmp_path, capsys):
+    _, inputs = tensors
+    bad = {**inputs, "hidden_states": np.ones(inputs["hidden_states"].shape, np.int64)}
+    code, _, err = run(
+        capsys, program, "--random-weights", 0, "--inputs", save(tmp_path / "i.npz", **bad)
+    )
+    assert code == 1
+    assert error_lines(err) == [
+        "tp-run: error: argument 'hidden_states' is int64, not float32 "
+        "(--cast same_kind converts, rounding)"
+    ]
+
+
 def test_a_float_position_is_refused_whatever_the_cast(program, tensors, tmp_path, capsys) -> None:
     _, inputs = tensors
     path = save(tmp_path / "p.npz", **{**inputs, "position": np.float64(3.7)})
@@ -245,6 +276,7 @@ def test_bad_inputs_files_are_one_line(program, tensors, tmp_path, capsys, make,
         ("--random-weights", "0", "--random-inputs", "0", "--check", "--atol", "nan"),
         ("--random-weights", "0", "--random-inputs", "0", "--check", "--rtol", "-1"),
         ("--random-weights", "0", "--random-inputs", "0", "--cast", "unsafe"),
+        ("--random-weights", "0", "--random-inputs", "0", "--position", "-1"),
     ],
 )
 def test_bad_flags_are_refused_before_running(program, capsys, flags) -> None:
@@ -263,6 +295,8 @@ def test_bad_flags_are_refused_before_running(program, capsys, flags) -> None:
         ("link_bandwidth", 0, "must be a finite number above 0"),
         ("link_bandwidth", 1e-300, "outside what a machine can be"),
         ("peak_flops", "fast", "must be a number"),
+        ("peak_flops", float("nan"), "must be a finite number above 0"),
+        ("link_bandwidth", "x", "must be a number"),
         ("max_chips", 2**40, "outside what a machine can be"),
     ],
 )
