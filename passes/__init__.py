@@ -2,8 +2,14 @@
 
 tp-split (an unsharded program over N chips, by a plan); the lowering pipeline (DESIGN §3):
 tp-verify, tp-raise-allreduce, tp-fuse, tp-relocate, tp-transfers, tp-phase, tp-link-points,
-tp-relay; and tp-legalize (chip legality). Classes
-are imported on demand, as xDSL's own registry does, so listing passes stays cheap.
+tp-relay; tp-legalize (chip legality); and tp-inline (an outlined program's calls
+inlined: its flat form). Classes are imported on demand, as xDSL's own registry does, so
+listing passes stays cheap.
+On an outlined program (``@decode`` calling ``@layer``) the lowering passes place the
+callee's statements once, for every call: a call to a function holding chip work stays a
+bare statement of its caller (never in a section; alone in a phase), the caller's other
+statements are placed as ever, and tp-link-points inlines such calls first (per-chip
+programs are flat for now); `tp_dialect.analysis.calls` says which calls and why.
 Beside them: `options` (typed options), `rewrites` (rewriter steps the patterns share) and
 `universe` (xDSL's ``xdsl.universe`` entry point: the dialect and these passes).
 """
@@ -67,6 +73,12 @@ def _split() -> type[ModulePass]:
     return TpSplit
 
 
+def _inline() -> type[ModulePass]:
+    from tp_dialect.passes.inline import TpInline
+
+    return TpInline
+
+
 def _legalize() -> type[ModulePass]:
     from tp_dialect.passes.legalize import TpLegalize
 
@@ -84,4 +96,5 @@ TP_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tp-phase": _phase,
     "tp-link-points": _link_points,
     "tp-relay": _relay,
+    "tp-inline": _inline,
 }

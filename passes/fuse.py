@@ -8,6 +8,11 @@ collective's fold — says the grown group fits; otherwise the group is closed a
 statement starts the next. Each group of two or more becomes one ``tp.section`` (on the chip
 of what it binds; the spine's: every chip) placed where its last statement was, yielding the
 values used outside it. Refusals are printed (``report=true``) with the shim's reason.
+
+An outlined program (``@decode`` calling ``@layer``, `tp_dialect.analysis.calls`): the
+callee's statements are fused once, in the callee, and so are the caller's; a call to a
+function holding chip work is never fused (its callee holds its work) and closes the group
+being built, so no group moves across it.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 from xdsl.rewriter import InsertPoint
 
+from tp_dialect.analysis.calls import ChipWork, check_arguments, lowered_functions
 from tp_dialect.analysis.provenance import Provenance
 from tp_dialect.analysis.touch import is_statement
 from tp_dialect.certificate import kept
@@ -49,13 +55,21 @@ class Refusal:
     reason: str
 
 
-def fusion_groups(func: FuncOp, shim: Shim) -> tuple[list[list[Operation]], list[Refusal]]:
-    """The groups tp-fuse forms (each two or more statements) and the refusals on the way."""
+def fusion_groups(
+    func: FuncOp, shim: Shim, work: ChipWork | None = None
+) -> tuple[list[list[Operation]], list[Refusal]]:
+    """The groups tp-fuse forms (each two or more statements) and the refusals on the way;
+    a lowered call (``work`` says which) joins none and closes the group before it."""
     groups: list[list[Operation]] = []
     refusals: list[Refusal] = []
     current: list[Operation] = []
     produced: set[SSAValue] = set()
     for op in func.body.block.ops:
+        if work is not None and work.lowered(op) is not None:
+            if len(current) > 1:
+                groups.append(current)
+            current, produced = [], set()
+            continue
         if not is_statement(op) or isinstance(op, SectionOp | TransferOp):
             continue
         if current and any(v in produced for v in op.operands):
@@ -107,7 +121,9 @@ class FuseGroup(RewritePattern):
 
 @dataclass(frozen=True)
 class TpFuse(ModulePass):
-    """Fuse producer-consumer statements into sections, asking the (TP-wrapped) shim."""
+    """Fuse producer-consumer statements into sections, asking the (TP-wrapped) shim (in the
+    entry and, once each, in the functions its calls holding chip work reach; such a call
+    is never fused)."""
 
     name = "tp-fuse"
 
@@ -116,20 +132,29 @@ class TpFuse(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         base = base_shim("tp-fuse", self.shim)
-        func = entry_of(op, self.name)
+        entry = entry_of(op, self.name)
+        work = ChipWork()
+        funcs = lowered_functions(entry, work)  # the callees once, then their callers
         prov = Provenance(op)
         shim = TensorParallelShim(base, prov)
-        groups, refusals = fusion_groups(func, shim)
-        if self.report:
-            for r in refusals:
-                print(
-                    f"tp-fuse: did not fuse %{value_name(r.op.results[0])} into the section "
-                    f"ending at %{value_name(r.after.results[0])}: {r.reason} "
-                    f"[{shim.name()}]",
-                    file=sys.stderr,
-                )
-        if groups:  # sections to write: on chips of a stated grid, a replicated one on each
-            not_programs(func, self.name)  # a program is no statement to fuse
+        groups: list[list[Operation]] = []
+        for func in funcs:
+            for call in func.body.block.ops:
+                if (callee := work.lowered(call)) is not None:
+                    check_arguments(call, callee, prov)  # type: ignore[arg-type]
+            found, refusals = fusion_groups(func, shim, work)
+            if self.report:
+                for r in refusals:
+                    print(
+                        f"tp-fuse: did not fuse %{value_name(r.op.results[0])} into the "
+                        f"section ending at %{value_name(r.after.results[0])}: {r.reason} "
+                        f"[{shim.name()}]",
+                        file=sys.stderr,
+                    )
+            if found:  # sections to write: a program is no statement to fuse
+                not_programs(func, self.name)
+            groups += found
+        if groups:  # on chips of a stated grid, a replicated one on each
             n = chips_to_place(op, self.name)
             for o in (o for g in groups for o in g) if n > MAX_LOWERED_CHIPS else ():
                 if prov.runs_everywhere(o):

@@ -3,6 +3,10 @@
 Invariant: each op at statement level (in the function or in a section) is of a class the
 shim supports (natively or emulated) and fits the chip as it stands; otherwise a diagnostic
 names the op, its class and the shim's reason. Sections are checked as fused ops too.
+
+An outlined program (``@decode`` calling ``@layer``, `tp_dialect.analysis.calls`): a call to
+a function holding chip work is no op of a chip — it is checked where its work stands, in
+its callee, whose ops are checked once like every function's.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.passes import ModulePass
 
+from tp_dialect.analysis.calls import ChipWork
 from tp_dialect.analysis.provenance import Provenance
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.ops import SectionOp, YieldOp
@@ -23,7 +28,8 @@ from tp_dialect.shims import Support, TensorParallelShim, classify
 
 @dataclass(frozen=True)
 class TpLegalize(ModulePass):
-    """Check every op against the shim: unsupported or non-fitting ops are diagnostics."""
+    """Check every op against the shim: unsupported or non-fitting ops are diagnostics (a
+    call holding chip work is checked in its callee)."""
 
     name = "tp-legalize"
 
@@ -32,10 +38,11 @@ class TpLegalize(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         base = base_shim("tp-legalize", self.shim)
         shim = TensorParallelShim(base, Provenance(op))
+        work = ChipWork()
         for inner in op.walk():
             if not isinstance(inner.parent_op(), FuncOp | SectionOp):
                 continue
-            if isinstance(inner, ReturnOp | YieldOp):
+            if isinstance(inner, ReturnOp | YieldOp) or work.lowered(inner) is not None:
                 continue
             if isinstance(inner, SectionOp):
                 reason = shim.fits(inner)

@@ -8,6 +8,13 @@ Every tensor that crosses chips leaves its sender at a ``tp.link`` right after t
 that stores it and enters its receiver at a ``tp.link`` right before the first section that
 loads it, by buffer name; receives needed before a chip's first section are link 0, placed by
 the host before the chip starts. Halts at one boundary are one link point, in program order.
+
+Per-chip programs are flat for now: in an outlined program (``@decode`` calling ``@layer``,
+`tp_dialect.analysis.calls`) the calls to functions holding chip work are inlined first
+(`tp_dialect.passes.inline.inline_calls`: each copy's names and labels take its layer's tag,
+the phases are renumbered in program order, the callee, once private and unused, erased), so
+each chip's program holds every layer's sections in turn, as the flat pipeline's do. A call
+to a function holding no chip work stays inside its section (and its callee in the module).
 """
 
 from __future__ import annotations
@@ -25,7 +32,8 @@ from tp_dialect.analysis.provenance import Provenance
 from tp_dialect.analysis.touch import captured, collective, is_constant, statements
 from tp_dialect.certificate import kept
 from tp_dialect.ops import BarrierOp, SectionOp
-from tp_dialect.passes.preconditions import chips_to_lower, entry_of, not_programs
+from tp_dialect.passes.inline import inline_calls
+from tp_dialect.passes.preconditions import chips_to_lower, lowered_of
 from tp_dialect.program_ops import ChipProgramOp, FinishOp, LinkOp
 
 
@@ -132,13 +140,17 @@ def split_programs(func: FuncOp, n_chips: int, prov: Provenance) -> None:
 
 @dataclass(frozen=True)
 class TpLinkPoints(ModulePass):
-    """Split the sectioned program into one program per chip, halting at link points."""
+    """Split the sectioned program into one program per chip, halting at link points (an
+    outlined program's calls holding chip work inlined first: per-chip programs are flat
+    for now)."""
 
     name = "tp-link-points"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        func = entry_of(op, self.name)
-        not_programs(func, self.name)
+        funcs, work = lowered_of(op, self.name)
+        func = funcs[-1]  # the entry: callers come after their callees
         n = chips_to_lower(op, self.name)  # a program for every chip
         with kept(op):  # every section runs where it ran; the programs only make it explicit
+            # Per-chip programs are flat for now: the calls holding chip work inlined.
+            inline_calls(op, lambda call: work.lowered(call) is not None)
             split_programs(func, n, Provenance(op))

@@ -14,52 +14,101 @@ Where that leaves a choice, ``order`` decides: ``critical-path`` (the default) f
 phase with the ready statements that have the longest way still to go, timed on ``machine``
 (a preset of `tp_dialect.analysis.machine` or a JSON file); ``source`` is the seed's rule,
 each statement in source order into the earliest phase its dependencies and chips allow.
+
+An outlined program (``@decode`` calling ``@layer``): the callee's statements are phased
+once, in the callee, its own barriers numbered from 0; a lowered call
+(`tp_dialect.analysis.calls`) stays a bare statement of its caller, on every chip the
+caller's statements use, so it stands alone in a phase of its caller and carries that
+phase's ``tp.phase``: the callee's phases run in it, in order. As a statement of its caller
+it reads its operands where its callee reads them, writes what it returns and every caller
+storage its callee updates in place (a KV cache handed in), and takes the time of its
+callee's phases. Callees are phased first. `renumber` gives an inlined phased program
+(tp-inline, tp-link-points) one numbering: each phase of a call becomes the callee's
+phases, in order.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
-from xdsl.dialects.func import FuncOp
+from xdsl.dialects.func import CallOp, FuncOp
+from xdsl.ir import Block
 from xdsl.passes import ModulePass
 
+from tp_dialect.analysis.call_summary import CallSummary, call_touch, summarize
 from tp_dialect.analysis.machine import Machine, MachineError, machine_from
-from tp_dialect.analysis.phases import ORDERS, arrange, phase_of, statement_times
-from tp_dialect.analysis.touch import is_constant, statements, touch
+from tp_dialect.analysis.phases import ORDERS, arrange, phase_of, span, statement_time
+from tp_dialect.analysis.touch import SectionTouch, is_constant, statements, touch
+from tp_dialect.analysis.values import callee
 from tp_dialect.certificate import kept
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.grid import stated_chips
 from tp_dialect.ops import BarrierOp, SectionOp, TransferOp
-from tp_dialect.passes.preconditions import entry_of, not_programs
+from tp_dialect.passes.preconditions import lowered_of, placed
 from tp_dialect.reject import TpReject
 
 PHASE_ATTR = "tp.phase"
 
 
+class Phased(NamedTuple):
+    """A function's phases: how many, and how long they take on the machine (each as long
+    as its longest statement, plus a barrier)."""
+
+    count: int
+    span: float
+
+
+Callees = Mapping[FuncOp, tuple[CallSummary, Phased]]
+"""The phased callees of a function's lowered calls: what a call touches, how long it runs."""
+
+
 def order_phases(
-    func: FuncOp, n_chips: int, machine: Machine | None = None, order: str = "critical-path"
-) -> int:
+    func: FuncOp,
+    n_chips: int,
+    machine: Machine | None = None,
+    order: str = "critical-path",
+    calls: Callees | None = None,
+) -> Phased:
     """Reorder ``func``'s statements into phases with barriers (each statement after what it
     depends on, no chip twice in a phase), placed by ``order`` with times on ``machine``
-    (default sn40l); the number of phases."""
+    (default sn40l); a lowered call (its callee phased in ``calls``) is a statement on
+    every chip the function's statements use, as long as its callee's phases. The number of
+    phases and (``critical-path`` only, else 0) their time."""
     block = func.body.block
     for old in [op for op in block.ops if isinstance(op, BarrierOp)]:
         old.detach()
         old.erase()
     stmts = statements(func)
+    machine = machine or machine_from("sn40l")
+    touches: list[SectionTouch | None] = []
+    times: list[float] = []
+    used: set[int] = set()  # every chip a statement uses: a call takes them all
+    timed = order == "critical-path"  # only the critical path weighs statements by time
     for op in stmts:
-        if not isinstance(op, SectionOp | TransferOp):
+        if isinstance(op, SectionOp | TransferOp):
+            touches.append(t := touch(op, n_chips))
+            used |= t.chips
+            times.append(statement_time(op, machine, n_chips) if timed else 0.0)
+            continue
+        f = callee(op) if isinstance(op, CallOp) else None
+        if f is None or calls is None or f not in calls:
             raise TpReject.NOT_SECTIONED.at(
                 op, f"'{op.name}' is not in a tp.section: run tp-relocate before tp-phase"
             )
-    touches = [touch(op, n_chips) for op in stmts]  # type: ignore[arg-type]
-    machine = machine or machine_from("sn40l")
-    # Only the critical path weighs statements by their time on the machine.
-    times = statement_times(touches, machine, n_chips) if order == "critical-path" else None
-    phases = phase_of(touches, times, order, machine.barrier_latency)
+        touches.append(None)  # once every chip used is known
+        used |= calls[f][0].chips
+        times.append(calls[f][1].span)
+    everywhere = frozenset(used or {0})
+    for i, op in enumerate(stmts):
+        if touches[i] is None:
+            summary = calls[callee(op)][0]  # type: ignore[index, arg-type]
+            touches[i] = call_touch(op, summary, everywhere)  # type: ignore[arg-type]
+    placed = [t for t in touches if t is not None]
+    phases = phase_of(placed, times if timed else None, order, machine.barrier_latency)
     first = block.first_op
     for op in [op for op in block.ops if is_constant(op)]:
         if op is not first:
@@ -68,18 +117,52 @@ def order_phases(
     terminator = block.last_op
     assert terminator is not None
     sequence, closes = arrange(phases)
-    tags: dict[int, IntegerAttr] = {}  # attributes are immutable: one per phase, built once
+    tags = _Tags()
     for i, last in zip(sequence, closes, strict=True):
         op = stmts[i]
         op.detach()
-        tag = tags.get(phases[i])
-        if tag is None:
-            tag = tags[phases[i]] = IntegerAttr(phases[i], i64)
-        op.attributes[PHASE_ATTR] = tag
+        op.attributes[PHASE_ATTR] = tags[phases[i]]
         block.insert_op_before(op, terminator)
         if last:
             block.insert_op_before(BarrierOp(phases[i]), terminator)
-    return max(phases, default=-1) + 1
+    return Phased(max(phases, default=-1) + 1, span(phases, times, machine.barrier_latency))
+
+
+class _Tags(dict[int, IntegerAttr]):
+    """``tp.phase`` values, one attribute per phase (attributes are immutable)."""
+
+    def __missing__(self, k: int) -> IntegerAttr:
+        tag = self[k] = IntegerAttr(k, i64)
+        return tag
+
+
+def renumber(block: Block) -> int:
+    """Number the phases of ``block`` (a function once phased, with calls inlined into it)
+    in program order: a barrier closes each phase, each statement's ``tp.phase`` and each
+    barrier's number is its phase's position, and a barrier that closes no statement (an
+    inlined call's own, after its callee's last) is dropped. Constants move to the top, as
+    tp-phase leaves them. The number of phases; nothing changes in a block with no barrier."""
+    if not any(isinstance(op, BarrierOp) for op in block.ops):
+        return 0
+    first = block.first_op
+    for op in [op for op in block.ops if is_constant(op)]:
+        if op is not first:
+            op.detach()
+            block.insert_op_before(op, first)  # type: ignore[arg-type]
+    tags = _Tags()
+    phase, open_ = 0, False
+    for op in list(block.ops):
+        if isinstance(op, BarrierOp):
+            if not open_:
+                op.detach()
+                op.erase()
+                continue
+            op.phase = tags[phase]  # type: ignore[misc]
+            phase, open_ = phase + 1, False
+        elif PHASE_ATTR in op.attributes:
+            op.attributes[PHASE_ATTR] = tags[phase]
+            open_ = True
+    return phase
 
 
 @dataclass(frozen=True)
@@ -101,7 +184,12 @@ class TpPhase(ModulePass):
             machine = machine_from(self.machine)
         except MachineError as err:
             raise TpDiagnostic(None, f"tp-phase: {err}") from None
-        func = entry_of(op, self.name)
-        not_programs(func, self.name)
+        funcs, work = lowered_of(op, self.name)
+        for func in funcs:
+            placed(func, work, "tp-phase")
+        n = stated_chips(op) or 1
         with kept(op):  # reordering only: nothing moves between chips
-            order_phases(func, stated_chips(op) or 1, machine, self.order)
+            calls: dict[FuncOp, tuple[CallSummary, Phased]] = {}
+            for func in funcs:  # callees first: a call takes its callee's phases
+                phased = order_phases(func, n, machine, self.order, calls)
+                calls[func] = (summarize(func, n, {f: s for f, (s, _) in calls.items()}), phased)

@@ -14,6 +14,12 @@ would see as an internal error, neither located nor named):
   `every_function` holds every function of the module to the same, for tp-relocate;
 - `not_programs`: a function not yet split into per-chip programs, for the passes before
   tp-link-points;
+- `lowered_of`: the functions a pass lowers in an outlined program — the entry and every
+  function its lowered calls reach (`tp_dialect.analysis.calls`: a call to a function
+  holding chip work is a bare statement, its callee placed once), callees first — each held
+  to `entry_of`'s rules, recursion and a lowered call nested in other work refused at the
+  call; `placed`: every statement of such a function a section, a transfer or a lowered
+  call (``not-sectioned`` otherwise), for the passes after tp-relocate;
 - `chips_to_place`: N, refused at the module when it states none, by the passes that
   write sections; `replicated_within`: a statement that runs on every chip (its section
   lists each one) refused at the statement when N is above `MAX_LOWERED_CHIPS`;
@@ -30,8 +36,11 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation
 
+from tp_dialect.analysis.calls import ChipWork, lowered_functions
+from tp_dialect.analysis.touch import statements
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.grid import CHIPS_ATTR, stated_chips
+from tp_dialect.ops import SectionOp, TransferOp
 from tp_dialect.program_ops import ChipProgramOp, RelayOp
 from tp_dialect.reject import TpReject
 from tp_dialect.signature import BindError, entry_function
@@ -119,6 +128,33 @@ def not_programs(func: FuncOp, pass_name: str) -> None:
                 f"{pass_name} works on a function's statements, but @{func.sym_name.data} "
                 f"is already per-chip programs (it holds a '{op.name}': tp-link-points has "
                 "run)",
+            )
+
+
+def lowered_of(module: ModuleOp, pass_name: str) -> tuple[list[FuncOp], ChipWork]:
+    """The functions ``pass_name`` lowers: the entry (`entry_of`) and every function its
+    lowered calls reach, callees before callers, each of one block ending with
+    ``func.return`` and holding no per-chip programs; and the `ChipWork` that says which
+    calls are lowered. A located diagnostic otherwise (recursion and a lowered call nested
+    in a section or region: at the call)."""
+    entry = entry_of(module, pass_name)
+    work = ChipWork()
+    funcs = lowered_functions(entry, work)
+    for func in funcs:
+        if func is not entry:
+            single_blocks(func, pass_name)
+        not_programs(func, pass_name)
+    return funcs, work
+
+
+def placed(func: FuncOp, work: ChipWork, before: str) -> None:
+    """Every statement of ``func`` is a section, a transfer or a lowered call; else a
+    ``not-sectioned`` diagnostic at the first that is not, saying to run tp-relocate
+    ``before`` (what the pass does)."""
+    for stmt in statements(func):
+        if not isinstance(stmt, SectionOp | TransferOp) and work.lowered(stmt) is None:
+            raise TpReject.NOT_SECTIONED.at(
+                stmt, f"'{stmt.name}' is not in a tp.section: run tp-relocate before {before}"
             )
 
 

@@ -7,6 +7,10 @@ misses a chip, repeats one, is out of order or mixes in spine data is left as it
 tp-verify says why). A ring fold — every chip once, in a cyclic rotation of chip order — is a
 valid all-reduce but is left as it is too: a ``tp.allreduce`` adds in chip order, so raising
 it would change how the sum rounds.
+
+An outlined program (``@decode`` calling ``@layer``, `tp_dialect.analysis.calls`): folds are
+raised in every function, so a callee's folds once for every call; calls are left as they
+are.
 """
 
 from __future__ import annotations

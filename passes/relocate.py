@@ -13,6 +13,16 @@ all-reduce that a ``tp.allreduce`` would round differently: it stays a fold, eac
 statement on every chip (spine work), so every chip adds the partials in the fold's own order.
 Constants stay outside sections (every chip holds its own). The certificate is dropped:
 placement changed.
+
+An outlined program (``@decode`` calling ``@layer``, `tp_dialect.analysis.calls`): the
+callee's statements become sections once, placed by its arguments' types (a spine argument
+holds no chip's data), and a call to a function holding chip work stays a bare statement of
+its caller — its callee holds the sections — while the caller's other statements (RoPE
+tables, the final norm) are sectioned as ever. A call to a function holding no chip work is
+sectioned like any statement, its callee left as it is. Refused at the call: a call to a
+function holding chip work nested in other work (sections never nest), recursion through
+such calls, and a call handing such a function chip data for an argument its type does not
+place on that chip (``section-chip``).
 """
 
 from __future__ import annotations
@@ -34,6 +44,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint
 
+from tp_dialect.analysis.calls import ChipWork, check_arguments, placed_functions
 from tp_dialect.analysis.cost import best_allreduce, nbytes, split_axis
 from tp_dialect.analysis.machine import Machine, MachineError, machine_from
 from tp_dialect.analysis.provenance import Provenance
@@ -58,14 +69,17 @@ from tp_dialect.shims import TensorParallelShim
 
 @dataclass
 class RelocateStatement(RewritePattern):
-    """Wrap one top-level statement in a section on its chips."""
+    """Wrap one top-level statement in a section on its chips (a lowered call stays bare)."""
 
     prov: Provenance
+    funcs: set[FuncOp]
+    """The functions whose statements are placed (`calls.placed_functions`)."""
+    work: ChipWork
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if not isinstance(op.parent_op(), FuncOp) or not is_statement(op):
+        if op.parent_op() not in self.funcs or not is_statement(op):
             return
-        if isinstance(op, SectionOp | TransferOp):
+        if isinstance(op, SectionOp | TransferOp) or self.work.lowered(op) is not None:
             return
         chips = self.prov.statement_chips(op)
         label = value_name(op.results[0]) if op.results else op.name
@@ -134,17 +148,20 @@ class TpRelocate(ModulePass):
                 raise TpDiagnostic(None, f"tp-relocate: {err}") from None
         base = base_shim("tp-relocate", self.shim) if self.epilogue else None  # options first
         every_function(op, self.name)
+        work = ChipWork()
+        funcs = placed_functions(op, work)
         # The seed's fold becomes ONE all-reduce section, never a chain of two-way adds.
         TpRaiseAllreduce().apply(ctx, op)
         prov = Provenance(op)  # the algorithms chosen next change no value's chips
-        # Every function's statements become sections, a replicated one listing every chip.
-        placed = [
-            s
-            for f in op.walk()
-            if isinstance(f, FuncOp) and f.body.blocks
-            for s in f.body.block.ops
-            if is_statement(s) and not isinstance(s, SectionOp | TransferOp)
-        ]
+        # Every placed function's statements become sections, a replicated one listing every
+        # chip; a lowered call stays bare, handing its callee what its arguments declare.
+        placed: list[Operation] = []
+        for f in funcs:
+            for s in f.body.block.ops:
+                if (callee := work.lowered(s)) is not None:
+                    check_arguments(s, callee, prov)  # type: ignore[arg-type]
+                elif is_statement(s) and not isinstance(s, SectionOp | TransferOp):
+                    placed.append(s)
         n = chips_to_place(op, self.name) if placed else (stated_chips(op) or 1)
         for fold in prov.folds:
             if isinstance(fold.ops[0].parent_op(), FuncOp) and not fold.is_allreduce(n):
@@ -154,7 +171,8 @@ class TpRelocate(ModulePass):
                 replicated_within(stmt, n, self.name)
         choose = ChooseAlgorithm(self.allreduce, n, machine, self.report)
         PatternRewriteWalker(choose, apply_recursively=False).rewrite_module(op)
-        walker = PatternRewriteWalker(RelocateStatement(prov), apply_recursively=False)
+        relocate = RelocateStatement(prov, set(funcs), work)
+        walker = PatternRewriteWalker(relocate, apply_recursively=False)
         walker.rewrite_module(op)
         if base is not None:
             shim = TensorParallelShim(base, prov)

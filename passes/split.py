@@ -22,6 +22,10 @@ the ops, one rule each (`tp_dialect.analysis.layouts` holds the arithmetic):
 
 A partial sum read by anything is summed first, so a row-split projection's bias is added
 once, after its all-reduce. Anything else reading a cut value is refused.
+
+An outlined program (an entry whose statements call a function of the module, as ``@decode``
+calls ``@layer``) is split by `split_calls`: each callee once, the calls kept; a program
+without calls takes exactly the walk above.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.linalg import ops as linalg
-from xdsl.ir import Attribute, BlockArgument, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -87,7 +91,13 @@ class TpSplit(ModulePass):
         collecting = gc.isenabled()
         gc.disable()
         try:
-            _Splitter(entry_function(op), plan, self.chips).run()
+            entry = entry_function(op)
+            if any(isinstance(o, func.CallOp) for o in entry.body.block.ops):
+                from tp_dialect.passes.split_calls import EntrySplitter  # it extends _Splitter
+
+                EntrySplitter(entry, plan, self.chips).run()
+            else:
+                _Splitter(entry, plan, self.chips).run()
         finally:
             if collecting:
                 gc.enable()
@@ -152,6 +162,9 @@ class _Splitter:
         self.dead: list[Operation] = []
         self.here: Operation | None = None
         self.tails: dict[SSAValue, str] = {}  # an argument's part of its chips' copies' names
+        # Host values, loaded onto a chip by tp.shard: the function's arguments (a callee's
+        # are narrowed to those every call hands an entry argument, `split_calls`).
+        self.hosts: set[SSAValue] = set(fn.body.block.args)
 
     # -- driving ---------------------------------------------------------------------------
 
@@ -218,6 +231,8 @@ class _Splitter:
             return
         if any(v in self.partial for v in op.operands):
             op.operands = [self.sum(v) if v in self.partial else v for v in op.operands]
+        if isinstance(op, func.CallOp) and self.call(op):
+            return
         if not any(v in self.cut for v in op.operands):
             return  # the spine: every chip computes it whole
         if isinstance(op, linalg.GenericOp):
@@ -237,6 +252,11 @@ class _Splitter:
         else:
             v = next(v for v in op.operands if v in self.cut)
             raise self.refuse(op, v, f"tp-split has no rule for '{op.name}' on a cut value")
+
+    def call(self, op: func.CallOp) -> bool:
+        """Whether ``op`` was split as a call (`split_calls.EntrySplitter` does); here a call
+        is any other op: the spine when no operand is cut, else refused."""
+        return False
 
     # -- values ------------------------------------------------------------------------------
 
@@ -262,7 +282,7 @@ class _Splitter:
         assert isinstance(t, TensorType)
         local = _local(t, chip, cut)
         owner = v.owner
-        if isinstance(v, BlockArgument) and owner is self.fn.body.block:
+        if v in self.hosts:
             axis, runs = (0, ((0, _shape(v)[0]),)) if cut is None else (cut.axis, cut.ranges[chip])
             made = self.emit(ShardOp(v, SliceAttr(axis, runs, _shape(v)), local)).results[0]
         elif isinstance(owner, tensor.EmptyOp) and not owner.dynamic_sizes:

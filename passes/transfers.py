@@ -28,6 +28,13 @@ hop: a chip's program cannot pass on a copy it received without a section of its
 the two halts (tp-link-points sends what a section of the sender stored). Per-chip programs
 and the relay hold these like any other exchange. A ring whose tensor has no axis of N
 elements stays one collective (tp-link-points refuses it); a twoshot one is refused here.
+
+An outlined program (``@decode`` calling ``@layer``): the callee's transfers are placed once,
+in the callee, which takes its arguments for host values (every chip reading one holds it);
+a lowered call (`tp_dialect.analysis.calls`) stays a bare statement of its caller, and
+before it the caller transfers each operand to the chips the callee reads it on. Callees
+are done first: where a callee leaves its results (its `CallSummary`) is where the caller
+finds them.
 """
 
 from __future__ import annotations
@@ -45,15 +52,16 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 from xdsl.rewriter import InsertPoint
 
+from tp_dialect.analysis.call_summary import CallSummary, summarize
 from tp_dialect.analysis.cost import split_axis
-from tp_dialect.analysis.touch import collective, statements
+from tp_dialect.analysis.touch import collective
 from tp_dialect.analysis.transfers import ChipTransfer, transfers
 from tp_dialect.attrs import chip_of, on_chip
 from tp_dialect.certificate import kept
 from tp_dialect.grid import stated_chips
 from tp_dialect.names import value_hint, value_name
 from tp_dialect.ops import AllReduceOp, SectionOp, TransferOp, YieldOp
-from tp_dialect.passes.preconditions import entry_of, not_programs
+from tp_dialect.passes.preconditions import lowered_of, placed
 from tp_dialect.passes.rewrites import move_op, set_algorithm
 from tp_dialect.reject import TpReject
 
@@ -239,27 +247,26 @@ class InsertTransfers(RewritePattern):
 class TpTransfers(ModulePass):
     """Insert a tp.transfer for each (tensor, reader chip) that crosses, before its read,
     once a two-shot or ring all-reduce is spelled as its reduce-scatter and all-gather; a
-    statement outside a section is refused (``not-sectioned``)."""
+    statement outside a section is refused (``not-sectioned``). A lowered call stays bare:
+    its callee gets its own transfers (once), the caller those of the call's operands."""
 
     name = "tp-transfers"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        func = entry_of(op, self.name)
-        not_programs(func, self.name)
-        for stmt in statements(func):
-            if not isinstance(stmt, SectionOp | TransferOp):
-                raise TpReject.NOT_SECTIONED.at(
-                    stmt,
-                    f"'{stmt.name}' is not in a tp.section: run tp-relocate before placing "
-                    "transfers",
-                )
+        funcs, work = lowered_of(op, self.name)
+        for func in funcs:
+            placed(func, work, "placing transfers")
+        n = stated_chips(op) or 1
         # Copies, and a two-shot or ring sum spelled as its valid folds: the obligation
         # still holds.
         with kept(op):
             PatternRewriteWalker(ExpandSplit(), apply_recursively=False).rewrite_module(op)
-            plan: dict[Operation, list[ChipTransfer]] = {}
-            for t in transfers(func, stated_chips(op) or 1):
-                plan.setdefault(t.reader, []).append(t)
-            if plan:
-                walker = PatternRewriteWalker(InsertTransfers(plan), apply_recursively=False)
-                walker.rewrite_module(op)
+            calls: dict[FuncOp, CallSummary] = {}
+            for func in funcs:  # callees first: a caller finds their results where they are
+                plan: dict[Operation, list[ChipTransfer]] = {}
+                for t in transfers(func, n, calls):
+                    plan.setdefault(t.reader, []).append(t)
+                if plan:
+                    walker = PatternRewriteWalker(InsertTransfers(plan), apply_recursively=False)
+                    walker.rewrite_module(op)
+                calls[func] = summarize(func, n, calls)

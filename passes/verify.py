@@ -7,6 +7,13 @@ calls and casts, on source, sectioned, phased and per-chip programs (the rules:
 `tp_dialect.analysis.obligation`). On success the module is stamped with a certificate bound to
 a digest of everything it checked; a violation is a diagnostic naming the op, the value and its
 chip, with its `TpReject` reason.
+
+An outlined program (``@decode`` calling ``@layer``, `tp_dialect.analysis.calls`): the callee
+is checked in every call context (once per distinct placement of its arguments) and as
+written, the callers around their calls, so the certificate covers callee and callers at
+every stage; a call to a function placing its own work (sections) inside a section or a
+chip program is refused (``section-chip``: sections never nest), and a lowered call hands a
+scalar only to the chips its callee reads it on.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 ``tp-gen qwen3 --preset qwen3-8b --layers 1 --chips 4 -o layer.mlir [--manifest m.json]``
 ``tp-gen gpt2 --preset gpt2 --unsharded -o gpt2.mlir`` (GPT-2 is generated unsharded only)
+``--outline``: one ``func.func private @layer`` that ``@decode`` calls once a layer, the same
+ports (``tp-opt --tp-inline`` gives the flat program back)
 """
 
 from __future__ import annotations
@@ -79,6 +81,12 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="one gate_up_proj checkpoint tensor; each chip's slice is 2 ranges (qwen3)",
     )
+    p.add_argument(
+        "--outline",
+        action="store_true",
+        help="write one @layer function that @decode calls once per layer (same ports; "
+        "tp-opt --tp-inline gives the flat program back)",
+    )
     p.add_argument("-o", "--output", default=None, help="output file (default: stdout)")
     p.add_argument("--manifest", default=None, help="also write the manifest as JSON here")
     return p
@@ -130,7 +138,7 @@ def gpt2_config_from(args: argparse.Namespace) -> gpt2.GPT2Config:
 def _main(argv: Sequence[str] | None) -> int:
     args = parser().parse_args(argv)
     cfg = config_from(args)
-    text = generate(cfg)
+    text = generate(cfg, outline=args.outline)
     if args.manifest:
         module, _ = parse_module(tp_context(), text, args.output or "<tp-gen>")
         manifest = json.dumps(read_manifest(module).to_json(), indent=1)

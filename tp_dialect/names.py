@@ -34,6 +34,18 @@ def without_layer(label: str) -> str:
     return _LAYER_TAG.sub("", label)
 
 
+def layer_tag(name: str) -> str | None:
+    """The layer tag ``name`` starts with (``l3_q`` -> ``l3_``), if any."""
+    m = _LAYER_TAG.match(name)
+    return m.group(0) if m else None
+
+
+def in_layer(name: str, tag: str) -> str:
+    """A name written once for every layer (tp-gen's outlined ``@layer`` spells its names
+    ``l_…``) as layer ``tag``'s (``l_q``, ``l3_`` -> ``l3_q``); any other name unchanged."""
+    return tag + name[2:] if name.startswith("l_") else name
+
+
 def value_hint(text: str) -> str:
     """``text`` as a value name xDSL accepts (``[A-Za-z0-9_$.-]``, no digit first): a
     section's label, or a value named after its op (``tp.allreduce#0``), may be neither."""

@@ -11,6 +11,12 @@ phased, per-chip programs with or without the relay): values are followed throug
 and chip programs (`tp_dialect.analysis.values`), so a ``tp.shard`` inside a section of a
 chip program still loads from the function argument the program was handed, and a returned
 section result still stores through the ``tp.unshard`` inside it.
+
+An outlined program (``@decode`` calling ``@layer`` once a layer) reads the flat program's
+loads and stores: a ``tp.shard`` inside the callee loads, once per call, from the entry
+argument that call hands it, and a call's result stores through the callee's
+``tp.unshard`` (`tp_dialect.analysis.values.walk_calls`). Chip values and collectives are
+IR values and ops, listed once each however many calls run them.
 """
 
 from __future__ import annotations
@@ -19,11 +25,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.dialects.func import ReturnOp
+from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from tp_dialect.analysis.folds import find_folds
-from tp_dialect.analysis.values import origin, sent_values, visible
+from tp_dialect.analysis.values import origin, origin_through, sent_values, visible, walk_calls
 from tp_dialect.attrs import SliceAttr, chip_of
 from tp_dialect.grid import stated_chips
 from tp_dialect.names import value_name
@@ -146,20 +152,27 @@ def read_manifest(module: ModuleOp) -> Manifest:
     ins, outs = ports(func)
     manifest = Manifest(chips=stated_chips(module) or 1)
     found: list[Collective] = []
-    for op in func.walk():
+    seen: set[Operation] = set()  # a callee's ops, met once per call
+    functions = [func]
+    for op, calls in walk_calls(func):
+        if isinstance(op, ShardOp):
+            source = origin_through(op.source, calls)
+            if isinstance(source, BlockArgument) and source.owner is func.body.block:
+                manifest.loads.append(ChipLoad(ins[source.index].name, op.chip, op.slice, op))
+        if op in seen:
+            continue
+        seen.add(op)
+        if isinstance(op, FuncOp) and op is not func:
+            functions.append(op)
         for res in op.results:
             if (c := chip_of(res.type)) is not None:
                 manifest.chip_values[res] = c
-        if isinstance(op, ShardOp):
-            source = origin(op.source)
-            if isinstance(source, BlockArgument) and source.owner is func.body.block:
-                manifest.loads.append(ChipLoad(ins[source.index].name, op.chip, op.slice, op))
-        elif isinstance(op, AllReduceOp):
+        if isinstance(op, AllReduceOp):
             found.append(Collective(visible(op.result), tuple(op.partials), ((op,),)))
-    for arg in func.body.block.args:
+    for arg in (arg for f in functions for arg in f.body.block.args):
         if (c := chip_of(arg.type)) is not None:
             manifest.chip_values[arg] = c
-    for fold in find_folds(func):
+    for fold in (fold for f in functions for fold in find_folds(f)):
         if fold.is_allreduce(manifest.chips):
             found.append(Collective(fold.result, fold.partials, (fold.ops,)))
     manifest.collectives = _one_per_sum(found, sent_values(func))
@@ -170,7 +183,7 @@ def read_manifest(module: ModuleOp) -> Manifest:
     ret = func.body.block.last_op
     if isinstance(ret, ReturnOp):
         for port, value in zip(outs, ret.operands, strict=True):
-            store = origin(value).owner
+            store = origin_through(value, ()).owner
             if isinstance(store, UnshardOp):
                 manifest.stores.append(
                     HostStore(

@@ -16,6 +16,11 @@ A module meets it when, with every value's `Placement` (analysis/provenance.py):
   chips, save a collective reading each partial where it lives; a scalar is read only where
   it was computed (scalars do not cross chips);
 - every result of an entry function (one no call reaches) is spine or a host output;
+- a call to a function that places work itself (a section, transfer or barrier, at any call
+  depth: an outlined ``@layer``) is a statement of a function, never inside a section or
+  a chip program (sections never nest); as a statement it hands the callee a scalar only
+  where the callee reads it (`tp_dialect.analysis.calls.CallSummary`), and a scalar it
+  returns is held where the callee left it;
 - per-chip programs fit together (`analysis/programs.py`: one program a chip, each buffer sent
   once and received as the type it was sent as, never by its own sender);
 - an all-reduce whose partials are contractions over ``tp.shard`` slices of one weight sums
@@ -39,11 +44,13 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
+from tp_dialect.analysis.call_summary import Summaries
+from tp_dialect.analysis.calls import ChipWork
 from tp_dialect.analysis.coverage import ModuleIndex, check_coverage
 from tp_dialect.analysis.programs import check_programs
 from tp_dialect.analysis.provenance import Provenance, Solver, join
 from tp_dialect.analysis.touch import captured
-from tp_dialect.analysis.values import defined_within
+from tp_dialect.analysis.values import callee, defined_within
 from tp_dialect.attrs import chip_of
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.names import value_name
@@ -87,9 +94,10 @@ def check_obligation(module: ModuleOp) -> Provenance:
         if not fold.is_allreduce(prov.n_chips):
             raise fold.refusal(prov.n_chips)
     sums = _partial_sums(module, prov)
+    calls = Summaries(prov.n_chips, ChipWork())
     for solver in prov.solvers:
         for op in solver.root.walk(region_first=True):
-            _check_op(prov, solver, op, entries, sums)
+            _check_op(prov, solver, op, entries, sums, calls)
     for op in module.walk():
         if isinstance(op, AllReduceOp):
             check_coverage(op.partials, op, prov.top, index)
@@ -140,6 +148,7 @@ def _check_op(
     op: Operation,
     entries: set[func.FuncOp],
     sums: frozenset[SSAValue],
+    calls: Summaries,
 ) -> None:
     if (why := prov.opaque.get(op)) is not None:
         reason, what = why
@@ -161,7 +170,7 @@ def _check_op(
     ):
         return  # a named op's body (its elements): the op itself is judged, as written
     _check_values(prov, solver, op, sums)
-    _check_residency(prov, solver, op, sums)
+    _check_residency(prov, solver, op, sums, calls)
     if isinstance(op, func.ReturnOp) and op.parent_op() in entries:
         for i, v in enumerate(op.operands):
             p = solver.placement(v)
@@ -282,14 +291,16 @@ def _where(op: Operation) -> tuple[str, frozenset[int]] | None:
 
 
 def _check_residency(
-    prov: Provenance, solver: Solver, op: Operation, sums: frozenset[SSAValue]
+    prov: Provenance, solver: Solver, op: Operation, sums: frozenset[SSAValue], calls: Summaries
 ) -> None:
     """Work placed on chips touches only their data; a collective reads partials where they
     live (a program may be handed another chip's partial for one); what a chip's program
     sends and hands out is its own chip's data (or a valid fold's partial sum, sent on to
     the chip adding next); a scalar is read only where it was computed."""
     if isinstance(op, SectionOp):
-        _check_section_placement(op)
+        _check_section_placement(op, calls)
+    if isinstance(op, func.CallOp):
+        _check_placing_call(op, calls)
     if isinstance(op, FinishOp | LinkOp):
         program = op.parent_op()
         assert isinstance(program, ChipProgramOp)
@@ -341,7 +352,35 @@ def _check_program_io(
             )
 
 
-def _check_section_placement(section: SectionOp) -> None:
+def _check_placing_call(op: func.CallOp, calls: Summaries) -> None:
+    """A call to a function placing work is a function's statement (sections never nest),
+    handing a scalar only to chips that hold it where the callee reads it."""
+    f = callee(op)
+    if f is None or not calls.work.places(f):
+        return
+    name = f.sym_name.data
+    where = _where(op)
+    if where is not None or not isinstance(op.parent_op(), func.FuncOp):
+        inside = where[0] if where is not None else f"it is inside a '{op.parent_op().name}'"  # type: ignore[union-attr]
+        raise TpReject.SECTION_CHIP.at(
+            op,
+            f"'func.call' calls @{name}, which places its own work on chips, but {inside}: "
+            "sections never nest, a call placing work is a statement of a function",
+        )
+    summary = calls.of(f)
+    for v, readers in zip(op.arguments, summary.reads if summary else (), strict=False):
+        held = None if isinstance(v.type, TensorType) else _held(v, calls)
+        missing = sorted(readers - held) if held is not None else []
+        if missing:
+            raise TpReject.SECTION_CHIP.at(
+                op,
+                f"'func.call' hands @{name} %{value_name(v)}, computed on chips "
+                f"{sorted(held)}, which @{name} reads on chip {missing[0]}: a scalar does not "  # type: ignore[arg-type]
+                "cross chips, so it is computed wherever it is read",
+            )
+
+
+def _check_section_placement(section: SectionOp, calls: Summaries) -> None:
     """A section in a chip's program runs on that chip; a scalar a section reads is held
     on every chip it runs on (scalars do not cross chips)."""
     program = section.parent_op()
@@ -354,7 +393,7 @@ def _check_section_placement(section: SectionOp) -> None:
     for v in captured(section):
         if isinstance(v.type, TensorType):
             continue  # tensors cross chips by tp.transfer
-        held = _held(v)
+        held = _held(v, calls)
         missing = sorted(set(section.chip_list) - held) if held is not None else []
         if missing:
             raise TpReject.SECTION_CHIP.at(
@@ -365,15 +404,26 @@ def _check_section_placement(section: SectionOp) -> None:
             )
 
 
-def _held(value: SSAValue, seen: set[SSAValue] | None = None) -> frozenset[int] | None:
+def _held(
+    value: SSAValue, calls: Summaries, seen: set[SSAValue] | None = None
+) -> frozenset[int] | None:
     """The chips a function-level value is held on (None: every chip): a section's result
-    on its chips, a chip program's result on its chip; an op outside sections and programs
-    computes where everything it reads (operands, and values its regions capture) is held."""
+    on its chips, a chip program's result on its chip, a result of a call placing work
+    where its callee leaves it; an op outside sections and programs computes where
+    everything it reads (operands, and values its regions capture) is held."""
     owner = value.owner
     if isinstance(owner, SectionOp):
         return frozenset(owner.chip_list)
     if isinstance(owner, ChipProgramOp):
         return frozenset((owner.chip_index,))
+    if isinstance(owner, func.CallOp) and isinstance(owner.parent_op(), func.FuncOp):
+        f = callee(owner)
+        summary = calls.of(f) if f is not None and calls.work.places(f) else None
+        if summary is not None:
+            held = summary.held[value.index]  # type: ignore[attr-defined]
+            if isinstance(held, int):  # handed straight back
+                return _held(owner.arguments[held], calls, seen)
+            return held
     if not isinstance(owner, Operation) or not isinstance(owner.parent_op(), func.FuncOp):
         return None  # an argument (every chip holds its own), or local to a program
     seen = set() if seen is None else seen
@@ -384,7 +434,7 @@ def _held(value: SSAValue, seen: set[SSAValue] | None = None) -> frozenset[int] 
     reads = [*owner.operands]
     reads += [v for inner in owner.walk() for v in inner.operands if not defined_within(v, owner)]
     for v in reads:
-        h = _held(v, seen)
+        h = _held(v, calls, seen)
         if h is not None:
             held = h if held is None else held & h
     return held

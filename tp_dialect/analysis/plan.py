@@ -65,6 +65,17 @@ class Entry:
     def replicated(self) -> bool:
         return self.style in _REPLICATED
 
+    def describe(self) -> str:
+        """The entry as a diagnostic names it: ``'pattern' (style)``, its layout when not
+        ``out_in`` and its parts when packed (``'h.*.attn.c_attn' (packed_colwise, in_out,
+        3 parts)``)."""
+        how = [self.style]
+        if self.layout != "out_in":
+            how.append(self.layout)
+        if self.style == "packed_colwise":
+            how.append(f"{self.parts} parts")
+        return f"'{self.pattern}' ({', '.join(how)})"
+
     def matches(self, name: str) -> bool:
         """Whether the parameter ``name`` (``<prefix.>module.param``) is this entry's."""
         module = name.split(".")[:-1]

@@ -72,11 +72,11 @@ def captured(section: SectionOp) -> list[SSAValue]:
     return list(seen)
 
 
-def storage(value: SSAValue) -> SSAValue:
+def storage(value: SSAValue, _active: frozenset[FuncOp] = frozenset()) -> SSAValue:
     """The buffer ``value`` lives in: an in-place update's result is its destination's, a
-    section's result what it yields, a call's result the storage the callee returns (an
-    argument of the callee: the caller's operand for it)."""
-    calls: list[tuple[CallOp, FuncOp]] = []
+    section's result what it yields, a call's result the caller's operand when the callee
+    hands back (the storage of) an argument, else the call's result itself (the callee's
+    own buffer, a fresh one at every call: two calls of one callee write two buffers)."""
     seen: set[SSAValue] = set()  # malformed IR (a section yielding its own result) goes round
     while value not in seen:
         seen.add(value)
@@ -86,10 +86,13 @@ def storage(value: SSAValue) -> SSAValue:
         elif isinstance(owner, tensor.InsertSliceOp) and value is owner.result:
             value = owner.dest
         elif isinstance(owner, CallOp) and (ret := _returned(owner)) is not None:
-            calls.append((owner, ret[0]))
-            value = ret[1].operands[value.index]  # type: ignore[attr-defined]
-        elif isinstance(value, BlockArgument) and calls and value.owner.parent_op() is calls[-1][1]:
-            value = calls.pop()[0].arguments[value.index]
+            f, ret_op = ret
+            if f in _active:
+                return value  # recursion: refused where it matters
+            inner = storage(ret_op.operands[value.index], _active | {f})  # type: ignore[attr-defined]
+            if not (isinstance(inner, BlockArgument) and inner.owner is f.body.block):
+                return value
+            value = owner.arguments[inner.index]
         else:
             return value
     return value

@@ -9,14 +9,19 @@ into the program that receives it under the same name. `origin` undoes that wrap
 `uses_through_programs` lists what finally reads a value handed into chip programs.
 Analyses that must give the same answer at every stage (the manifest, the host loader) go
 through these three, so a new wrapper needs teaching here only.
+
+An outlined program adds calls (``@decode`` calls ``@layer`` once a layer): `walk_calls`
+visits what one run executes, each callee once per call, and `origin_through` follows a
+value out of the callees into the outermost caller's terms.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
-from xdsl.dialects.func import FuncOp
+from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue, Use
+from xdsl.traits import SymbolTable
 
 from tp_dialect.ops import SectionOp, ShardOp, YieldOp
 from tp_dialect.program_ops import ChipProgramOp, FinishOp, LinkOp
@@ -122,3 +127,57 @@ def defined_within(value: SSAValue, op: Operation) -> bool:
             return True
         current = current.parent_op()
     return False
+
+
+# -- calls (an outlined program: @decode calls @layer once a layer) -----------------------
+
+Calls = tuple[CallOp, ...]  # the calls that lead into a callee, outermost first
+
+
+def callee(call: CallOp) -> FuncOp | None:
+    """The function of the module ``call`` names, when it has a one-block body that ends in
+    ``func.return`` (one the analyses can follow), else None."""
+    found = SymbolTable.lookup_symbol(call, call.callee)
+    if not isinstance(found, FuncOp) or len(found.body.blocks) != 1:
+        return None
+    return found if isinstance(found.body.block.last_op, ReturnOp) else None
+
+
+def walk_calls(func: FuncOp) -> Iterator[tuple[Operation, Calls]]:
+    """Every op of ``func`` with no calls, and after each ``func.call`` to a function
+    `callee` can follow, every op of that callee (likewise, once per call) with the calls
+    that lead to it: what one run of ``func`` executes, in order. A recursive call is not
+    followed."""
+    yield from _walk_calls(func, (), (func,))
+
+
+def _walk_calls(
+    func: FuncOp, calls: Calls, active: tuple[FuncOp, ...]
+) -> Iterator[tuple[Operation, Calls]]:
+    for op in func.walk():
+        yield op, calls
+        if isinstance(op, CallOp) and (f := callee(op)) is not None and f not in active:
+            yield from _walk_calls(f, (*calls, op), (*active, f))
+
+
+def origin_through(value: SSAValue, calls: Calls) -> SSAValue:
+    """`origin` of a value seen inside the callees ``calls`` lead to, in the outermost
+    caller's terms: an argument of the innermost callee is its call's operand (repeatedly),
+    a call's result what its callee returns. A value defined inside a callee stays itself."""
+    stack = list(calls)
+    value = origin(value)
+    for _ in range(10_000):  # malformed IR may go round; a real call chain is short
+        if isinstance(value, BlockArgument) and stack:
+            f = callee(stack[-1])
+            if f is None or value.owner is not f.body.block:
+                return value
+            value = origin(stack.pop().arguments[value.index])
+        elif isinstance(value, OpResult) and isinstance(value.op, CallOp):
+            f = callee(value.op)
+            if f is None or value.op in stack:
+                return value
+            stack.append(value.op)
+            value = origin(f.body.block.last_op.operands[value.index])  # type: ignore[union-attr]
+        else:
+            return value
+    return value

@@ -85,9 +85,10 @@ class DecodeFunction:
         self.args.append((name, str(t), port_name))
         return Value(name, t)
 
-    def module(self, comment: str, chips: int, config: str) -> str:
+    def module(self, comment: str, chips: int, config: str, before: Sequence[str] = ()) -> str:
         """The whole module: ``comment`` on top, ``tp.chips = chips``, ``tp.config =
-        config``, and the function returning its results in the order they were added."""
+        config``, the lines ``before`` (other functions, such as an outlined ``@layer``),
+        and the function returning its results in the order they were added."""
         ret_vals = ", ".join(str(v) for v, _ in self.results)
         ret_types = ", ".join(str(v.type) for v, _ in self.results)
         args = ", ".join(f"{n}: {t} {self.family.arg_attrs(hf)}" for n, t, hf in self.args)
@@ -95,6 +96,7 @@ class DecodeFunction:
         head = [
             comment,
             f"builtin.module attributes {{tp.chips = {chips} : i64, tp.config = {config}}} {{",
+            *before,
             f"  func.func @decode({args}) -> ({res}) {{",
         ]
         tail = [f"    func.return {ret_vals} : {ret_types}", "  }", "}", ""]

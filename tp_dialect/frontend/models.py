@@ -39,12 +39,13 @@ def config_from_attr(attr: Attribute) -> ModelConfig:
     return qwen3.Qwen3Config.from_attr(rest)
 
 
-def generate(cfg: ModelConfig) -> str:
+def generate(cfg: ModelConfig, outline: bool = False) -> str:
     """``cfg``'s decode step as MLIR text, by its family's generator (as it stands: a
-    sharded Qwen3 config gives the split program)."""
+    sharded Qwen3 config gives the split program); with ``outline``, one ``@layer`` called
+    once a layer (`tp_dialect.frontend.outline`)."""
     if isinstance(cfg, gpt2.GPT2Config):
-        return gpt2.generate(cfg)
-    return qwen3.generate(cfg)
+        return gpt2.generate(cfg, outline)
+    return qwen3.generate(cfg, outline)
 
 
 def unsharded_text(attr: Attribute) -> str:

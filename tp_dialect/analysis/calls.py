@@ -1,0 +1,193 @@
+"""Calls in a program the passes lower: which functions are lowered once, and what a call does.
+
+An outlined decoder (``tp-gen --outline``) is ``@decode`` calling ``@layer`` once a layer.
+The lowering passes place the callee's statements ONCE, for every call, and keep the calls:
+
+- A function *holds chip work* when anything in it lives on or is placed on a chip: a value
+  or argument of a chip's type, a ``tp.shard``, ``tp.unshard`` or ``tp.allreduce``, a
+  section, transfer or barrier, or a call to a function that holds chip work.
+- A call to such a function (a *lowered call*) is a bare statement of its caller: never
+  wrapped in a ``tp.section`` — its callee holds the sections —, it stands alone in a phase
+  of its caller (its callee's phases run in it, in order), and what crosses chips for it
+  crosses in the caller, before the call. A call anywhere else (inside a section or another
+  op's region) is refused at the call: sections never nest.
+- A call to a function holding no chip work is ordinary spine or chip work: it is sectioned
+  where it stands, its callee left as it is (run inside that section).
+
+`lowered_functions` lists the entry and every function its lowered calls reach, callees
+before callers, refusing recursion at the call; `placed_functions` the functions tp-relocate
+sections; `check_arguments` that a lowered call hands its callee only what the callee's
+argument types place (its statements are placed once, by those types, for every call).
+What a lowered call reads and where its results are held, as a statement of its caller, is
+`tp_dialect.analysis.call_summary`.
+
+What each pass does with calls: tp-relocate and tp-fuse place (fuse) the callee's
+statements once and leave lowered calls bare; tp-raise-allreduce raises folds in every
+function; tp-legalize checks the callee's ops where they stand; tp-transfers and tp-phase
+place the callee's transfers and phases once, callees first, then the caller's around each
+call; tp-verify follows every call context (the certificate covers callee and callers) and
+refuses a call placing work inside placed work; tp-link-points inlines the lowered calls
+first (per-chip programs are flat for now).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import CallOp, FuncOp
+from xdsl.ir import Operation
+
+from tp_dialect.analysis.provenance import Provenance, declared
+from tp_dialect.analysis.values import callee
+from tp_dialect.attrs import chip_of
+from tp_dialect.names import value_name
+from tp_dialect.ops import (
+    AllReduceOp,
+    BarrierOp,
+    SectionOp,
+    ShardOp,
+    TransferOp,
+    UnshardOp,
+)
+from tp_dialect.program_ops import ChipProgramOp
+from tp_dialect.reject import TpReject
+
+_CHIP_OPS = (ShardOp, UnshardOp, AllReduceOp, SectionOp, TransferOp, BarrierOp, ChipProgramOp)
+
+
+class ChipWork:
+    """Which functions of a module hold chip work (module docstring), and which place work
+    (hold a section, transfer or barrier, at any call depth), each answered once: a
+    function's own ops are read once, and what it reaches through calls (cycles included)
+    by a walk of the call graph."""
+
+    def __init__(self) -> None:
+        self._own: dict[FuncOp, tuple[bool, bool, list[FuncOp]]] = {}
+        self._holds: dict[FuncOp, bool] = {}
+        self._places: dict[FuncOp, bool] = {}
+
+    def holds(self, func: FuncOp) -> bool:
+        """Whether ``func`` holds chip work, itself or in a function it calls."""
+        if func not in self._holds:
+            self._holds[func] = self._reaches(func, 0)
+        return self._holds[func]
+
+    def places(self, func: FuncOp) -> bool:
+        """Whether ``func`` places work on chips: a ``tp.section``, ``tp.transfer`` or
+        ``tp.barrier`` in it or in a function it calls."""
+        if func not in self._places:
+            self._places[func] = self._reaches(func, 1)
+        return self._places[func]
+
+    def _reaches(self, func: FuncOp, which: int) -> bool:
+        """Whether a function ``func`` reaches through calls (itself included) holds chip
+        work (``which`` 0) or places work (1) among its own ops."""
+        seen, todo = {func}, [func]
+        while todo:
+            own = self._own_ops(todo.pop())
+            if own[which]:
+                return True
+            for g in own[2]:
+                if g not in seen:
+                    seen.add(g)
+                    todo.append(g)
+        return False
+
+    def _own_ops(self, func: FuncOp) -> tuple[bool, bool, list[FuncOp]]:
+        """Whether ``func``'s own ops (and signature) hold chip work, place work, and the
+        functions it calls."""
+        if func not in self._own:
+            types = (*func.function_type.inputs, *func.function_type.outputs)
+            holds = any(chip_of(t) is not None for t in types)
+            places = False
+            called: list[FuncOp] = []
+            for op in func.walk():
+                places = places or isinstance(op, SectionOp | TransferOp | BarrierOp)
+                holds = holds or isinstance(op, _CHIP_OPS)
+                holds = holds or any(chip_of(r.type) is not None for r in op.results)
+                if isinstance(op, CallOp) and (f := callee(op)) is not None:
+                    called.append(f)
+            self._own[func] = (holds, places, called)
+        return self._own[func]
+
+    def lowered(self, op: Operation) -> FuncOp | None:
+        """The callee of ``op`` when it is a call to a function holding chip work."""
+        if not isinstance(op, CallOp):
+            return None
+        f = callee(op)
+        return f if f is not None and self.holds(f) else None
+
+
+def lowered_functions(entry: FuncOp, work: ChipWork) -> list[FuncOp]:
+    """``entry`` and every function its lowered calls reach, callees before their callers
+    (each once). Raises, at the call: a lowered call that is not a statement of its function
+    (``section-chip``: inside a section or another op's region, sections would nest) and
+    recursion (``opaque-call``: a function lowered once cannot contain itself)."""
+    order: list[FuncOp] = []
+    done: set[FuncOp] = set()
+
+    def visit(func: FuncOp, path: tuple[FuncOp, ...]) -> None:
+        for call, f in _lowered_calls(func, work):
+            if f in path:
+                raise TpReject.OPAQUE_CALL.at(
+                    call,
+                    f"'func.call' calls @{f.sym_name.data} recursively: a function whose "
+                    "statements are placed once cannot contain itself",
+                )
+            if f not in done:
+                visit(f, (*path, f))
+        done.add(func)
+        order.append(func)
+
+    visit(entry, (entry,))
+    return order
+
+
+def placed_functions(module: ModuleOp, work: ChipWork) -> list[FuncOp]:
+    """The functions of ``module`` whose statements tp-relocate places: every function with
+    a body but those a call reaches that hold no chip work (such a call is sectioned where it
+    stands, its callee run inside the section). Lowered calls nested in other work, and
+    recursion through lowered calls, are refused (`lowered_functions`) from every function
+    no call reaches."""
+    funcs = [f for f in module.walk() if isinstance(f, FuncOp) and f.body.blocks]
+    called = {f for c in module.walk() if isinstance(c, CallOp) and (f := callee(c))}
+    for root in funcs:
+        if root not in called:
+            lowered_functions(root, work)
+    return [f for f in funcs if f not in called or work.holds(f)]
+
+
+def check_arguments(call: CallOp, func: FuncOp, prov: Provenance) -> None:
+    """A lowered call hands ``func`` nothing beyond what its arguments' types declare (a
+    spine argument no chip's data, a chip-typed one only that chip's): ``func``'s statements
+    are placed once, by those types, for every call. A ``section-chip`` diagnostic at the
+    call otherwise."""
+    for i, (v, arg) in enumerate(zip(call.arguments, func.body.block.args, strict=True)):
+        extra = prov.placement(v).chips - declared(arg).chips
+        if extra:
+            want = f"chip {chip_of(arg.type)}'s" if chip_of(arg.type) is not None else "a spine"
+            raise TpReject.SECTION_CHIP.at(
+                call,
+                f"'func.call' hands @{func.sym_name.data} %{value_name(v)}, chip "
+                f"{min(extra)}'s data, for argument #{i} (%{value_name(arg)}), {want} "
+                f"argument: @{func.sym_name.data}'s statements are placed once, by its "
+                "arguments' types, for every call",
+            )
+
+
+def _lowered_calls(func: FuncOp, work: ChipWork) -> Iterator[tuple[CallOp, FuncOp]]:
+    for op in func.walk():
+        if (f := work.lowered(op)) is None:
+            continue
+        assert isinstance(op, CallOp)
+        parent = op.parent_op()
+        if parent is not func:
+            where = f"inside a '{parent.name}'" if parent is not None else "outside a function"
+            raise TpReject.SECTION_CHIP.at(
+                op,
+                f"'func.call' calls @{f.sym_name.data}, which holds chip work, {where}: a "
+                "call to it is a statement of a function (its callee places its own work; "
+                "sections never nest)",
+            )
+        yield op, f
