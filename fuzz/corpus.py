@@ -259,7 +259,36 @@ def generated_seeds() -> tuple[list[Seed], list[str]]:
             0.5,
         )
     )
+    # The outlined forms: @layer written once, called per layer (two layers, so a call's
+    # operands and results link layers).
+    two = qwen3.Qwen3Config.preset("tiny", chips=2, layers=2)
+    outlined = qwen3.generate(two, outline=True)
+    seeds.append(
+        Seed(
+            "gen:qwen3-tiny-2-outlined",
+            outlined,
+            (*SOURCE_HOME, ("--tp-inline",), ("--tp-inline", "--tp-relocate")),
+            {},
+            0.8,
+        )
+    )
+    seeds.append(
+        Seed(
+            "gen:qwen3-tiny-unsharded-outlined",
+            qwen3.generate(two.unsharded(), outline=True),
+            (("--tp-split=chips=2 plan=qwen3",), ("--tp-inline", "--tp-split=chips=2 plan=qwen3")),
+            {},
+            0.4,
+        )
+    )
     stages: list[tuple[str, str, tuple[str, ...], tuple[tuple[str, ...], ...], float]] = [
+        (
+            "gen:qwen3-tiny-2-outlined:phased",
+            outlined,
+            ("--tp-relocate", "--tp-transfers", "--tp-phase"),
+            (*PHASED_HOME, ("--tp-inline",)),
+            0.4,
+        ),
         ("gen:qwen3-tiny-2:relocated", source, ("--tp-relocate",), SECTIONED_HOME, 0.4),
         (
             "gen:qwen3-tiny-2:ring-transfers",
