@@ -17,7 +17,8 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 DEMO := build/demo
 
-# The main job: generate a tensor-parallel Qwen3 decode step, verify it, lower it through the
+# The main job: generate a tensor-parallel Qwen3 decode step (outlined: one @layer, called per
+# layer), verify it, lower it through the
 # whole pipeline (sections, transfers, phases, per-chip programs, the host's relay), certify and
 # run every stage (the phased one with in-place caches: storage semantics; the per-chip programs
 # also as 4 MPI ranks) and check it against
@@ -26,7 +27,7 @@ DEMO := build/demo
 demo: $(STAMP)
 	@mkdir -p $(DEMO)
 	$(BIN)/tp-opt examples/megatron_mlp.mlir --tp-verify -o $(DEMO)/megatron_mlp.mlir
-	$(BIN)/tp-gen qwen3 --preset tiny --layers 2 --chips 4 -o $(DEMO)/tiny.mlir --manifest $(DEMO)/tiny.json
+	$(BIN)/tp-gen qwen3 --preset tiny --layers 2 --chips 4 --outline -o $(DEMO)/tiny.mlir --manifest $(DEMO)/tiny.json
 	$(BIN)/tp-opt $(DEMO)/tiny.mlir --tp-verify -o $(DEMO)/tiny.verified.mlir
 	$(BIN)/tp-run $(DEMO)/tiny.verified.mlir --random-weights 0 --random-inputs 1 --position 5 --check
 	$(BIN)/tp-opt $(DEMO)/tiny.mlir --tp-verify --tp-relocate --tp-transfers --tp-phase --tp-verify -o $(DEMO)/tiny.phased.mlir

@@ -6,6 +6,7 @@ from benchmarks import (
     decode_step,
     machine_sweep,
     model_qwen3,
+    outline,
     parse_print,
     passes_scaling,
     relay_scaling,
@@ -19,6 +20,7 @@ def main() -> None:
     passes_scaling.main()
     relay_scaling.main()
     split.main()
+    outline.main()
     model_qwen3.main()
     machine_sweep.main()
 

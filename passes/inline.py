@@ -41,7 +41,7 @@ from xdsl.rewriter import InsertPoint
 from xdsl.traits import SymbolTable
 
 from tp_dialect.certificate import kept
-from tp_dialect.names import in_layer, layer_tag
+from tp_dialect.names import call_tag, in_layer
 from tp_dialect.ops import SectionOp
 from tp_dialect.passes.phase import renumber
 from tp_dialect.reject import TpReject
@@ -64,7 +64,7 @@ class InlineCall(RewritePattern):
         ret = block.last_op
         assert isinstance(ret, ReturnOp)  # _callee checked the original
         inlined = set(block.ops)
-        tag = next((t for r in op.results if (t := layer_tag(r.name_hint or ""))), None)
+        tag = call_tag(op)
         if tag is not None:
             _retag(inlined, tag)
         rewriter.inline_block(block, InsertPoint.before(op), op.arguments)

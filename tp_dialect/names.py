@@ -51,3 +51,10 @@ def value_hint(text: str) -> str:
     section's label, or a value named after its op (``tp.allreduce#0``), may be neither."""
     name = re.sub(r"[^A-Za-z0-9_$.-]", "_", text)
     return name if name and not name[0].isdigit() else f"v{name}"
+
+
+def call_tag(call: Operation) -> str | None:
+    """The layer tag an inlined copy of ``call`` takes: the first `layer_tag` among its
+    results' names (``%l3_out = func.call @layer`` -> ``l3_``); None when no result
+    carries one. tp-inline and the model's runs of calls both name copies by it."""
+    return next((t for r in call.results if (t := layer_tag(r.name_hint or ""))), None)

@@ -2,6 +2,12 @@
 
 Statements are attributed to a layer by their label's ``l{i}_`` prefix (as tp-gen names
 them; a transfer by the value it moves); anything else is the prologue.
+
+An outlined program (``@decode`` calling ``@layer`` once a layer) gives the rows of the flat
+program tp-inline makes of it: each lowered call counts its callee's statements under the
+call's labels (`tp_dialect.analysis.call_runs.Runs`: layer k's ``lk_…``), and a phased
+program's phases are numbered as the flat program numbers them (each call's phase replaced by
+its callee's, in order).
 """
 
 from __future__ import annotations
@@ -9,7 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
+from xdsl.ir import Operation
 
+from tp_dialect.analysis.call_runs import CallError, Frame, Runs
 from tp_dialect.analysis.touch import statements
 from tp_dialect.linalg_kinds import nbytes
 from tp_dialect.names import layer_of, value_name
@@ -60,21 +68,46 @@ def pipeline_stats(module: ModuleOp) -> list[LayerStats]:
             for step in op.body.block.ops:
                 if isinstance(step, CopyOp):
                     row(step.tensor.data).rounds.add(step.round.value.data)
-    for op in statements(func):
-        if isinstance(op, SectionOp):
-            r = row(op.label.data if op.label else "")
-            r.sections += 1
+    try:
+        runs: Runs | None = Runs(func)
+    except CallError:  # recursion (the passes refuse it): the entry's own statements
+        runs = None
+    stmts = list(runs.walk()) if runs else [(None, op) for op in statements(func)]
+    numbers = _phase_numbers(runs)
+    for frame, op in stmts:
+        if not isinstance(op, SectionOp | TransferOp):
+            continue
+        if runs is not None and frame is not None:
+            r = row(runs.label(frame, op))
         elif isinstance(op, TransferOp):
             r = row(value_name(op.input))
+        else:
+            r = row(op.label.data if op.label else "")
+        if isinstance(op, SectionOp):
+            r.sections += 1
+        else:
             r.transfers += 1
             r.bytes_moved += nbytes(op.input.type)
-        else:
-            continue
-        phase = op.attributes.get("tp.phase")
-        if isinstance(phase, IntegerAttr):
+        if numbers is not None:
+            r.phases.add(numbers[frame, op])  # type: ignore[index]
+        elif isinstance(phase := op.attributes.get("tp.phase"), IntegerAttr):
             r.phases.add(phase.value.data)
     layers = sorted((k for k in rows if k != "prologue"), key=lambda k: int(k.split()[1]))
     return [rows[k] for k in (["prologue"] if "prologue" in rows else []) + layers]
+
+
+def _phase_numbers(runs: Runs | None) -> dict[tuple[Frame, Operation], int] | None:
+    """An outlined phased program's statements numbered by phase as its flat program is:
+    the phases in order, each call's phase replaced by its callee's (None for a flat
+    program, whose ``tp.phase`` attributes are its numbers, or one not wholly phased)."""
+    if runs is None or runs.flat:
+        return None
+    try:
+        if not runs.phased:
+            return None
+        return {stmt: k for k, phase in enumerate(runs.phases()) for stmt in phase}
+    except CallError:  # a call sharing its phase: each statement's own number
+        return None
 
 
 def format_stats(rows: list[LayerStats]) -> str:

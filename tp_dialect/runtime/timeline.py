@@ -104,6 +104,16 @@ class Timeline:
             raise ValueError(f"unknown lane {lane!r}; the timeline's lanes are {self.lanes}")
         return math.fsum(s.duration for s in self.slices if s.lane == lane)
 
+    def by_layer(self) -> dict[str | None, list[Slice]]:
+        """The slices of each layer (``"prologue"``, ``"layer 3"``, or None for work of no
+        layer), each list in the timeline's order, layers in order of their first slice: an
+        outlined program's model (``@decode`` calling ``@layer``) gives its flat program's,
+        layer by layer."""
+        layers: dict[str | None, list[Slice]] = {}
+        for s in self.slices:
+            layers.setdefault(s.layer, []).append(s)
+        return layers
+
 
 def combine(timelines: Mapping[str, Timeline]) -> Timeline:
     """One timeline holding several side by side on the same time axis: each of

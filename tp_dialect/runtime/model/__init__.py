@@ -14,13 +14,18 @@ simulations differ only in how they order the same work:
   tensors have arrived, each chip and each directed link one resource.
 
 Nothing here lowers a program: a mode refuses a program not at the stage it needs
-(`core.require_stage`); ``tp-run --dry-run`` lowers a copy first.
+(`core.require_stage`); ``tp-run --dry-run`` lowers a copy first. An outlined program
+(``@decode`` calling ``@layer`` once a layer) is modelled as it stands at the sectioned and
+phased stages: every lowered call runs its callee (`calls.Runs`), and the report, timeline,
+memory and bounds are those of the flat program tp-inline makes of it, float for float; a
+repeated layer's schedule is computed once, not once per call (`phase`).
 """
 
 from __future__ import annotations
 
 from xdsl.dialects.builtin import ModuleOp
 
+from tp_dialect.analysis.call_runs import CallError, Runs
 from tp_dialect.analysis.machine import Machine
 from tp_dialect.runtime.model.bounds import (
     PhysicalBound,
@@ -56,20 +61,24 @@ def model(
     programs wait for each other forever."""
     mode = mode or default_mode(module)
     require_stage(module, mode)
+    func = entry_function(module)
+    try:
+        runs = Runs(func)
+    except CallError as err:
+        raise ModelError(str(err)) from None
     if mode in ("sequential", "phase"):
-        report, timeline, streams = simulate_sectioned(module, machine, mode == "sequential")
+        report, timeline, streams = simulate_sectioned(module, machine, mode == "sequential", runs)
     elif mode == "relay":
         report, timeline, streams = simulate_relay(module, machine)
     else:
         report, timeline, streams = simulate_dataflow(module, machine)
-    func = entry_function(module)
-    memories = Memories(func, chips_of(module))
+    memories = Memories(runs, chips_of(module))
     memories.replay(streams)
     report.memory = memories.report(machine)
     decompose(report, timeline)
-    sizes = allreduces(func)
+    sizes = allreduces(func, runs)
     report.lower_bound = lower_bound(module, machine, sizes)
-    report.physical = physical_bound(module, machine, memories.held, sizes)
+    report.physical = physical_bound(module, machine, memories.held, sizes, runs)
     return report, timeline
 
 

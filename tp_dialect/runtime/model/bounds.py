@@ -15,30 +15,39 @@ same partials is one all-reduce of the whole tensor.
   algorithm needs for its tensor on the machine's topology
   (`cost.least_allreduce_link_time`). In a decode step every all-reduce is on the dependency
   chain (each layer's output feeds the next layer), so all are counted.
+
+An outlined program (``@decode`` calling ``@layer``) is bounded as its flat program: a
+callee's shards, cache writes and all-reduces count once per call, with that call's data
+(`calls.Runs`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from xdsl.dialects import tensor
 from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import BlockArgument, SSAValue
+from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
+from xdsl.ir import BlockArgument, Operation, SSAValue
 
+from tp_dialect.analysis.call_runs import Frame, HeldKey, Ref, Runs
 from tp_dialect.analysis.cost import (
     VIEWS,
     allreduce_link_time,
     least_allreduce_link_time,
     nbytes,
 )
+from tp_dialect.analysis.folds import find_folds
 from tp_dialect.analysis.machine import Machine
-from tp_dialect.analysis.manifest import read_manifest
-from tp_dialect.analysis.values import origin, sent_values
+from tp_dialect.analysis.manifest import Collective, read_manifest
+from tp_dialect.analysis.touch import storage
+from tp_dialect.analysis.values import origin, sent_values, visible
 from tp_dialect.attrs import chip_of
-from tp_dialect.ops import UnshardOp
-from tp_dialect.runtime.model.core import chips_of, placed_sections
-from tp_dialect.runtime.model.memory import Held, HeldKey, held_key, holdings, weight_bytes
+from tp_dialect.grid import stated_chips
+from tp_dialect.ops import AllReduceOp, SectionOp, ShardOp, UnshardOp
+from tp_dialect.runtime.model.core import chips_of, placed_in
+from tp_dialect.runtime.model.memory import Held, holdings, weight_bytes
 from tp_dialect.signature import entry_function
 
 DEPENDENCY_NOTE = (
@@ -47,27 +56,89 @@ DEPENDENCY_NOTE = (
 )
 
 
-def allreduces(func: FuncOp) -> list[int]:
+def allreduces(func: FuncOp, runs: Runs | None = None) -> list[int]:
     """The bytes of each all-reduce's tensor, one entry per sum in program order, at any
-    stage (module docstring)."""
+    stage (module docstring). An outlined program's callee sums once per call
+    (``runs``: its `Runs`, if already made), in the flat program's order: the manifest's
+    (every ``tp.allreduce`` in program order, then every fold), calls expanded in place."""
     sends = sent_values(func)
-    module = func.parent_op()
-    assert isinstance(module, ModuleOp)
-    sizes: dict[tuple[SSAValue, ...], int] = {}
-    for coll in read_manifest(module).collectives:
-        roots = tuple(_whole(p, sends) for p in coll.partials)
+    runs = runs or Runs(func)
+    if runs.flat:
+        module = func.parent_op()
+        assert isinstance(module, ModuleOp)
+        found = [(runs.root, c) for c in read_manifest(module).collectives]
+    else:
+        found = _per_call(runs)
+    sizes: dict[tuple[Ref, ...], int] = {}
+    for frame, coll in found:
+        roots = [_root(runs, frame, p, sends) for p in coll.partials]
         # One sum however its partials are ordered (a ring's folds are rotations of it).
-        key = tuple(sorted(roots, key=lambda v: chip_of(v.type) or 0))
-        sizes.setdefault(key, nbytes(roots[0].type) if roots else nbytes(coll.result.type))
+        key = tuple(sorted(roots, key=lambda r: chip_of(r[1].type) or 0))
+        sizes.setdefault(key, nbytes(roots[0][1].type) if roots else nbytes(coll.result.type))
     return list(sizes.values())
 
 
-def _whole(partial: SSAValue, sends: dict[str, SSAValue]) -> SSAValue:
-    """The partial a two-shot slice was cut from (the partial itself otherwise)."""
-    root = origin(partial, sends)
+def _root(runs: Runs, frame: Frame, partial: SSAValue, sends: dict[str, SSAValue]) -> Ref:
+    """The flat program's value ``partial`` stands for (`values.origin`, through the
+    relay's sends and through calls), or the partial a two-shot slice was cut from."""
+    if runs.flat:
+        root = origin(partial, sends)
+        if isinstance(root.owner, tensor.ExtractSliceOp):
+            root = origin(root.owner.source, sends)
+        return runs.root, root
+    f, root = runs.origin(frame, partial)  # calls are inlined before per-chip programs
     if isinstance(root.owner, tensor.ExtractSliceOp):
-        return origin(root.owner.source, sends)
-    return root
+        return runs.origin(f, root.owner.source)
+    return f, root
+
+
+def _per_call(runs: Runs) -> list[tuple[Frame, Collective]]:
+    """Each sum of each function run (`_collectives`), once per frame running it, in the
+    flat program's order — the manifest's: the ``tp.allreduce``s in program order with
+    calls expanded in place, then the folds likewise."""
+    module = runs.entry.parent_op()
+    assert isinstance(module, ModuleOp)
+    n = stated_chips(module) or 1
+    at = {f: _collectives(f, n) for f in runs.functions()}
+
+    def expand(frame: Frame, kind: str) -> Iterator[tuple[Frame, Collective]]:
+        where = {op: i for i, op in enumerate(frame.func.body.block.ops)}
+        items: list[tuple[int, int, Frame | Collective]] = [
+            (i, k, c) for k, (i, c) in enumerate(at[frame.func]) if c.kind == kind
+        ]
+        items += [(where[call], -1, child) for call, child in frame.children.items()]
+        for _, _, item in sorted(items, key=lambda x: (x[0], x[1])):
+            if isinstance(item, Frame):
+                yield from expand(item, kind)
+            else:
+                yield frame, item
+
+    return [*expand(runs.root, "allreduce"), *expand(runs.root, "fold")]
+
+
+def _collectives(func: FuncOp, n: int) -> list[tuple[int, Collective]]:
+    """The sums ``func``'s own ops compute, as the manifest finds them (every
+    ``tp.allreduce`` in walk order, then every fold that is an all-reduce over ``n``
+    chips), each with the index of the statement holding it."""
+    found = [
+        Collective(visible(op.result), tuple(op.partials), ((op,),))
+        for op in func.walk()
+        if isinstance(op, AllReduceOp)
+    ]
+    found += [
+        Collective(fold.result, fold.partials, (fold.ops,))
+        for fold in find_folds(func)
+        if fold.is_allreduce(n)
+    ]
+    where = {op: i for i, op in enumerate(func.body.block.ops)}
+    return [(where[_statement_of(c.copies[0][0])], c) for c in found]
+
+
+def _statement_of(op: Operation) -> Operation:
+    """The top-level statement of its function holding ``op``."""
+    while not isinstance(parent := op.parent_op(), FuncOp) and parent is not None:
+        op = parent
+    return op
 
 
 def lower_bound(module: ModuleOp, machine: Machine, sizes: list[int] | None = None) -> float:
@@ -108,40 +179,43 @@ def physical_bound(
     machine: Machine,
     held: list[dict[HeldKey, Held]] | None = None,
     sizes: list[int] | None = None,
+    runs: Runs | None = None,
 ) -> PhysicalBound:
     """The physical bound of ``module``'s step on ``machine`` (module docstring). Host data a
     chip holds counts when an op on that chip reads it (a shard nobody reads moves nothing);
     an output counts when some op writes it (an argument handed straight back does not).
-    ``held`` and ``sizes``: the program's `holdings` and `allreduces`, if already known."""
+    An outlined program's callee reads and writes once per call, its data that call's
+    (`Runs`). ``held``, ``sizes`` and ``runs``: the program's `holdings`, `allreduces` and
+    `Runs`, if already known."""
     func = entry_function(module)
     n = chips_of(module)
-    held = holdings(func, n) if held is None else held
+    runs = runs or Runs(func)
+    held = holdings(runs, n) if held is None else held
     read: list[set[HeldKey]] = [set() for _ in range(n)]
     written = [0.0] * n
-    for section, chips in placed_sections(func):
-        for inner in section.walk():
-            if isinstance(inner, VIEWS):
-                continue
-            operands = list(inner.operands)
-            if isinstance(inner, tensor.InsertSliceOp):
-                operands.remove(inner.dest)  # an in-place write reads only the new entry
-                if held_key(inner.dest, func) is not None:
+    accesses: dict[SectionOp, list[tuple[SSAValue | None, int, list[SSAValue]]]] = {}
+    for frame in runs.frames:
+        for section, chips in placed_in(runs, frame.func):
+            if section not in accesses:
+                accesses[section] = _accesses(section)
+            for dest, entry, operands in accesses[section]:
+                if dest is not None and runs.held_key(frame, dest) is not None:
                     for c in chips:  # the cache entry it writes (the cache read is counted)
-                        written[c] += nbytes(inner.source.type)
-            for operand in operands:
-                key = held_key(operand, func)
-                if key is not None:
-                    for c in chips:
-                        if key in held[c]:
-                            read[c].add(key)
+                        written[c] += entry
+                for operand in operands:
+                    key = runs.held_key(frame, operand)
+                    if key is not None:
+                        for c in chips:
+                            if key in held[c]:
+                                read[c].add(key)
     ret = func.body.block.last_op
     if isinstance(ret, ReturnOp):
         for value in ret.operands:
-            root = origin(value)
+            frame, root = runs.origin(runs.root, value)
             parts = root.owner.parts if isinstance(root.owner, UnshardOp) else (root,)
             for part in parts:
-                made = origin(part)
-                if held_key(made, func) is not None or isinstance(made.owner, VIEWS):
+                where, made = runs.origin(frame, part)
+                if runs.held_key(where, made) is not None or isinstance(made.owner, VIEWS):
                     continue  # stored in place (counted as its cache and entry), or a view
                 if isinstance(made, BlockArgument) or not isinstance(made.type, TensorType):
                     continue  # an argument handed back, a scalar
@@ -149,7 +223,36 @@ def physical_bound(
                 for c in range(n) if chip is None else (chip,):
                     written[c] += nbytes(part.type)  # a spine output: every chip stores one
     moved = [written[c] + sum(held[c][key].bytes for key in read[c]) for c in range(n)]
-    sizes = allreduces(func) if sizes is None else sizes
+    sizes = allreduces(func, runs) if sizes is None else sizes
     link = sum(least_allreduce_link_time(b, n, machine) for b in sizes)
     hbm = max(moved, default=0.0) / machine.hbm_bandwidth
     return PhysicalBound(hbm + link, moved, hbm, len(sizes), link)
+
+
+def _accesses(section: SectionOp) -> list[tuple[SSAValue | None, int, list[SSAValue]]]:
+    """What each op of ``section`` (views aside) may read or write of host data, in its
+    function's terms: an in-place write's destination and the bytes of the entry it writes
+    (None, 0 for any other op), and the operands it reads that may be host data (its origin
+    a block argument, a shard or a call's result; an in-place write reads only the new
+    entry)."""
+    found: list[tuple[SSAValue | None, int, list[SSAValue]]] = []
+    for inner in section.walk():
+        if isinstance(inner, VIEWS):
+            continue
+        operands = list(inner.operands)
+        dest: SSAValue | None = None
+        entry = 0
+        if isinstance(inner, tensor.InsertSliceOp):
+            operands.remove(inner.dest)
+            dest, entry = inner.dest, nbytes(inner.source.type)
+        kept = [v for v in operands if _may_be_held(v)]
+        if dest is not None or kept:
+            found.append((dest, entry, kept))
+    return found
+
+
+def _may_be_held(value: SSAValue) -> bool:
+    """Whether ``value``'s storage could be host data in some frame: its origin in its own
+    function is a block argument, a ``tp.shard``'s result or a call's result."""
+    root = origin(storage(value))
+    return isinstance(root, BlockArgument) or isinstance(root.owner, ShardOp | CallOp)

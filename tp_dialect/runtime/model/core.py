@@ -6,7 +6,7 @@ all-reduce's alpha-beta link time), a crossing's is the machine's ``transfer_tim
 attributed to a layer by `layer_of` its label — so two modes given the same program differ only
 in how they order and overlap the same pieces of work. Nothing here runs a pass: a program is
 modelled at the stage it is given (`stage_of`), and `require_stage` refuses one a mode cannot
-run.
+run. An outlined program's lowered calls are followed, never inlined (`calls`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
+from tp_dialect.analysis.call_runs import CallError, Runs
 from tp_dialect.analysis.cost import Cost, allreduce_link_time, nbytes, op_cost
 from tp_dialect.analysis.machine import Machine
 from tp_dialect.analysis.touch import collective, is_constant, statements
@@ -52,12 +53,18 @@ def chips_of(module: ModuleOp) -> int:
 def stage_of(module: ModuleOp) -> str:
     """Which lowering stage the entry function is at: ``programs`` (per-chip programs),
     ``phased`` (sections with a ``tp.phase`` on every statement), ``sectioned`` (sections and
-    transfers) or ``source`` (neither)."""
+    transfers) or ``source`` (neither). An outlined program is read with the functions its
+    lowered calls run (`calls.Runs`): sections in a callee make it sectioned, and it is
+    phased when every statement of every function run, the calls included, has a phase."""
     func = entry_function(module)
     ops = list(func.body.block.ops)
     if any(isinstance(op, ChipProgramOp) for op in ops):
         return "programs"
-    stmts = statements(func)
+    try:
+        runs = Runs(func)
+        stmts = [op for f in runs.functions() for op in runs.statements(f)]
+    except CallError:  # recursion: the simulations refuse it; the entry's own stage here
+        stmts = statements(func)
     if not any(isinstance(op, SectionOp | TransferOp) for op in stmts):
         return "source"
     if stmts and all(isinstance(op.attributes.get("tp.phase"), IntegerAttr) for op in stmts):
@@ -179,3 +186,11 @@ def placed_sections(func: FuncOp) -> Iterator[tuple[SectionOp, tuple[int, ...]]]
             for inner in op.body.block.ops:
                 if isinstance(inner, SectionOp):
                     yield inner, (op.chip_index,)
+
+
+def placed_in(runs: Runs, func: FuncOp) -> list[tuple[SectionOp, tuple[int, ...]]]:
+    """`placed_sections` of ``func``, read once however many frames of ``runs`` run it."""
+    key = ("placed", func)
+    if key not in runs.cache:
+        runs.cache[key] = list(placed_sections(func))
+    return runs.cache[key]

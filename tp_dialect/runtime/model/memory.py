@@ -11,35 +11,49 @@ in-place update (a cache write) lives in its destination's storage, so it adds n
 a tensor handed to the host stays live to the end. What counts as a weight comes from the
 ports: a function argument whose role is ``weight`` (the role the program states, the one
 the host loader reads too — `tp_dialect.signature`); inputs and caches are state.
+
+An outlined program (``@decode`` calling ``@layer``) is read through its `calls.Runs`: every
+value is the flat program's (a callee's buffers are new at each call, its arguments the call's
+operands, so layer k's shards are layer k's weights), and a statement's events are made once
+from its op and given to each call that runs it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from xdsl.dialects.builtin import TensorType
-from xdsl.dialects.func import FuncOp
+from xdsl.dialects.func import CallOp, FuncOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
+from tp_dialect.analysis.call_runs import Frame, HeldKey, Ref, Runs
 from tp_dialect.analysis.cost import nbytes
 from tp_dialect.analysis.machine import Machine
-from tp_dialect.analysis.touch import captured, reads_where, storage, write_chips
+from tp_dialect.analysis.touch import captured, reads_where, write_chips
 from tp_dialect.analysis.values import origin
-from tp_dialect.names import value_name
 from tp_dialect.ops import SectionOp, ShardOp, TransferOp
 from tp_dialect.program_ops import ChipProgramOp, FinishOp, LinkOp
 from tp_dialect.runtime.model.core import (
     ModelError,
-    host_argument,
     is_host,
     is_host_store,
     label_of,
-    placed_sections,
+    placed_in,
 )
 from tp_dialect.signature import Port, ports
 
-HeldKey = tuple[int, int | None, tuple[tuple[int, int], ...]]  # (argument, axis, ranges)
+__all__ = [
+    "Held",
+    "HeldKey",
+    "MemEvent",
+    "Memories",
+    "holdings",
+    "program_streams",
+    "sectioned_streams",
+    "weight_bytes",
+]
 
 
 @dataclass(frozen=True)
@@ -67,76 +81,107 @@ def weight_bytes(func: FuncOp) -> int:
     )
 
 
-def held_key(value: SSAValue, func: FuncOp) -> HeldKey | None:
-    """The host data ``value``'s storage is, if it is host data: a shard of an argument
-    (argument, axis, ranges) or an argument read whole (argument, None, ())."""
-    root = origin(storage(value))
-    if isinstance(root, BlockArgument) and root.owner is func.body.block:
-        return (root.index, None, ())
-    owner = root.owner
-    if isinstance(owner, ShardOp) and (arg := host_argument(owner.source, func)) is not None:
-        return (arg.index, owner.slice.axis_index, tuple(owner.slice.ranges))
-    return None
+def may_be_host(value: SSAValue) -> bool:
+    """Whether ``value`` could be host data seen through a frame (`Runs.host_argument`):
+    its origin in its own function is a block argument or a call's result. Anything else is
+    the function's own and never an entry argument."""
+    root = origin(value)
+    return isinstance(root, BlockArgument) or isinstance(root.owner, CallOp)
 
 
-def holdings(func: FuncOp, n: int) -> list[dict[HeldKey, Held]]:
+def holdings(runs: Runs, n: int) -> list[dict[HeldKey, Held]]:
     """What each chip holds for the whole step (module docstring (1)), read from the
-    sections it runs: the same for a sectioned program and its per-chip programs."""
-    ins, _ = ports(func)
+    sections it runs in every frame (`Runs`: a callee's shards load, per call, from the entry
+    argument that call hands it): the same for a sectioned program, its outlined form and
+    its per-chip programs. Each section is walked once, however many calls run it."""
+    ins, _ = ports(runs.entry)
     held: list[dict[HeldKey, Held]] = [{} for _ in range(n)]
-    for section, chips in placed_sections(func):
-        found: dict[HeldKey, Held] = {}
-        for inner in section.walk():
-            if isinstance(inner, ShardOp):
-                key = held_key(inner.result, func)
-                if key is not None:
-                    port = ins[key[0]]
-                    found[key] = Held(port.name, nbytes(inner.result.type), is_weight_port(port))
-                continue
-            for operand in inner.operands:
-                arg = host_argument(operand, func)
+    reads: dict[SectionOp, list[tuple[bool, SSAValue, int]]] = {}  # per section, once
+    for frame in runs.frames:
+        for section, chips in placed_in(runs, frame.func):
+            if section not in reads:
+                reads[section] = _host_reads(section)
+            found: dict[HeldKey, Held] = {}
+            for shard, value, size in reads[section]:
+                if shard:
+                    key = runs.held_key(frame, value)
+                    if key is not None:
+                        port = ins[key[0]]
+                        found[key] = Held(port.name, size, is_weight_port(port))
+                    continue
+                arg = runs.host_argument(frame, value)
                 if arg is not None and isinstance(arg.type, TensorType):
                     port = ins[arg.index]
                     found[(arg.index, None, ())] = Held(
                         port.name, nbytes(arg.type), is_weight_port(port)
                     )
-        for c in chips:
-            held[c].update(found)
+            for c in chips:
+                held[c].update(found)
     return held
 
 
-@dataclass(frozen=True)
-class MemEvent:
+def _host_reads(section: SectionOp) -> list[tuple[bool, SSAValue, int]]:
+    """What of ``section`` may read host data, in walk order: (True, a ``tp.shard``'s
+    result, its bytes), or (False, an operand that `may_be_host`, 0)."""
+    found: list[tuple[bool, SSAValue, int]] = []
+    for inner in section.walk():
+        if isinstance(inner, ShardOp):
+            found.append((True, inner.result, nbytes(inner.result.type)))
+            continue
+        found += [(False, v, 0) for v in inner.operands if may_be_host(v)]
+    return found
+
+
+class MemEvent(NamedTuple):
     """One thing a chip does to its memory: ``store`` a tensor, ``read`` it, or hand it to
-    the host (``out``: it stays live to the end); ``who`` names the statement doing it."""
+    the host (``out``: it stays live to the end); ``who`` names the statement doing it;
+    ``frame`` is the run of the function ``value`` is seen in (None: the entry's)."""
 
     kind: str
     value: SSAValue
     who: str
+    frame: Frame | None = None
 
 
-def sectioned_streams(func: FuncOp, order: Sequence[Operation], n: int) -> list[list[MemEvent]]:
-    """Each chip's events for a sectioned program run in ``order`` (statements): a section
-    reads where it reads (`reads_where`) and stores its results where it writes them; a
-    transfer reads on its source and stores on its destination; a host store hands out."""
+def sectioned_streams(
+    runs: Runs, order: Sequence[tuple[Frame, Operation]], n: int
+) -> list[list[MemEvent]]:
+    """Each chip's events for a sectioned program whose statements run in ``order`` (each in
+    its frame): a section reads where it reads (`reads_where`) and stores its results where
+    it writes them; a transfer reads on its source and stores on its destination; a host
+    store hands out. Host data (`Runs.is_host`: an entry argument, a constant) is none of
+    these. A statement's events are read off its op once (a template) and given each frame
+    that runs it."""
     streams: list[list[MemEvent]] = [[] for _ in range(n)]
-    for op in order:
-        who = label_of(op) or op.name
-        if isinstance(op, TransferOp):
-            if not is_host(op.input, func):
-                streams[op.src].append(MemEvent("read", op.input, f"transfer {who}"))
-                streams[op.dst].append(MemEvent("store", op.input, f"transfer {who}"))
-            continue
-        assert isinstance(op, SectionOp)
-        kind = "out" if is_host_store(op) else "read"
-        for value, chip in reads_where(op, n):
-            if not is_host(value, func):
-                streams[chip].append(MemEvent(kind, value, who))
-        if not is_host_store(op):
-            for chip in write_chips(op, n):
-                for result in op.outs:
-                    streams[chip].append(MemEvent("store", result, who))
+    templates: dict[Operation, list[tuple[int, str, SSAValue, bool]]] = {}
+    for frame, op in order:
+        template = templates.get(op)
+        if template is None:
+            template = templates[op] = _events(op, n)
+        who = runs.label(frame, op) or op.name
+        cross = None if frame is runs.root else frame
+        for chip, kind, value, transfer in template:
+            if (kind == "store" and not transfer) or not runs.is_host(frame, value):
+                what = f"transfer {who}" if transfer else who
+                streams[chip].append(MemEvent(kind, value, what, cross))
     return streams
+
+
+def _events(op: Operation, n: int) -> list[tuple[int, str, SSAValue, bool]]:
+    """One statement's memory events in its own function's terms, host values included
+    (`sectioned_streams` leaves them out per frame): (chip, kind, value, whether a
+    transfer's)."""
+    if isinstance(op, TransferOp):
+        return [(op.src, "read", op.input, True), (op.dst, "store", op.input, True)]
+    assert isinstance(op, SectionOp)
+    store = is_host_store(op)
+    kind = "out" if store else "read"
+    events = [(chip, kind, value, False) for value, chip in reads_where(op, n, hosts=True)]
+    if not store:
+        events += [
+            (chip, "store", result, False) for chip in write_chips(op, n) for result in op.outs
+        ]
+    return events
 
 
 def program_streams(func: FuncOp, n: int) -> list[list[MemEvent]]:
@@ -166,21 +211,14 @@ def program_streams(func: FuncOp, n: int) -> list[list[MemEvent]]:
 
 class Memories:
     """Every chip's memory over one step (module docstring): what it holds, what is live,
-    the peak; `replay` checks every read against what the chip holds."""
+    the peak; `replay` checks every read against what the chip holds. Values are the flat
+    program's (`Runs`): a callee's buffer is a new one at every call."""
 
-    def __init__(self, func: FuncOp, n: int) -> None:
-        self.func = func
+    def __init__(self, runs: Runs, n: int) -> None:
+        self.runs = runs
         self.n = n
-        self.held = holdings(func, n)  # what each chip holds for the step
+        self.held = holdings(runs, n)  # what each chip holds for the step
         self.peak = [0.0] * n
-        self._keys: dict[SSAValue, HeldKey | None] = {}
-
-    def _is_held(self, s: SSAValue, chip: int) -> bool:
-        """Whether storage ``s`` is host data ``chip`` holds (no live bytes of its own)."""
-        if s not in self._keys:
-            self._keys[s] = held_key(s, self.func)
-        key = self._keys[s]
-        return key is not None and key in self.held[chip]
 
     def replay(self, streams: Sequence[Iterable[MemEvent]]) -> None:
         """Run each chip's events: presence checked on every read (raises ModelError
@@ -189,26 +227,32 @@ class Memories:
             self.peak[chip] = self._replay(chip, list(events))
 
     def _replay(self, chip: int, events: list[MemEvent]) -> float:
-        last: dict[SSAValue, int] = {}  # storage -> index of its last event on this chip
-        kept: set[SSAValue] = set()
+        runs, root, held = self.runs, self.runs.root, self.held[chip]
+        values: list[Ref] = []
+        stores: list[Ref] = []
+        last: dict[Ref, int] = {}  # storage -> index of its last event on this chip
+        kept: set[Ref] = set()
         for i, e in enumerate(events):
-            s = storage(e.value)
+            frame = e.frame or root
+            values.append(runs.ref(frame, e.value))
+            s = runs.storage(frame, e.value)
+            stores.append(s)
             last[s] = i
             if e.kind == "out":
                 kept.add(s)
-        present: set[SSAValue] = set()
-        live: set[SSAValue] = set()
+        present: set[Ref] = set()
+        live: set[Ref] = set()
         bytes_live = peak = 0.0
         for i, e in enumerate(events):
-            s = storage(e.value)
+            s, value = stores[i], values[i]
             if e.kind == "store":
-                present.add(e.value)
-                if s not in live and not self._is_held(s, chip):
+                present.add(value)
+                if s not in live and runs.held_key(*s) not in held:
                     live.add(s)
-                    bytes_live += nbytes(s.type)
+                    bytes_live += nbytes(s[1].type)
                     peak = max(peak, bytes_live)
-            elif e.value not in present:
-                name = value_name(e.value)
+            elif value not in present:
+                name = runs.name(e.frame or root, e.value)
                 raise ModelError(
                     f"chip {chip} runs '{e.who}', which reads %{name}, but %{name} is not in "
                     f"chip {chip}'s memory (no section there wrote it and no transfer "
@@ -216,7 +260,7 @@ class Memories:
                 )
             if last[s] == i and s in live and s not in kept:
                 live.discard(s)
-                bytes_live -= nbytes(s.type)
+                bytes_live -= nbytes(s[1].type)
         return peak
 
     def report(self, machine: Machine) -> list[dict[str, float | int | bool]]:
