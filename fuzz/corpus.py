@@ -331,7 +331,8 @@ def generated_seeds() -> tuple[list[Seed], list[str]]:
 
 def run_seeds() -> tuple[list[RunSeed], list[str]]:
     """tp-run's programs with valid inputs and weights: the built-in example, the tiny
-    Qwen3 (source and per-chip programs), the tiny GPT-2 and the lit ports example."""
+    Qwen3 (source and per-chip programs; outlined, as written and phased), the tiny GPT-2
+    and the lit ports example."""
     from tp_dialect.frontend import gpt2, qwen3
     from tp_dialect.runtime.checkpoint import random_inputs, random_weights
     from tp_dialect.tools.source import parse_module
@@ -364,6 +365,14 @@ def run_seeds() -> tuple[list[RunSeed], list[str]]:
         texts.append(("gen:qwen3-tiny-2:programs", programs, 16, 0.3))
     else:
         problems.append("gen:qwen3-tiny-2:programs: tp-opt could not lower it for tp-run")
+    # The outlined form, as written and phased (the model and --stats follow its calls).
+    outlined = qwen3.generate(qwen3.Qwen3Config.preset("tiny", chips=2, layers=2), outline=True)
+    texts.append(("gen:qwen3-tiny-2-outlined", outlined, 16, 0.4))
+    phased = _lower(outlined, ("--tp-relocate", "--tp-transfers", "--tp-phase"))
+    if phased is not None:
+        texts.append(("gen:qwen3-tiny-2-outlined:phased", phased, 16, 0.4))
+    else:
+        problems.append("gen:qwen3-tiny-2-outlined:phased: tp-opt could not lower it")
     seeds = []
     for name, text, max_positions, weight in texts:
         position = 3 if max_positions else 0
