@@ -19,8 +19,8 @@ from tp_dialect.frontend.qwen3 import Qwen3Config
 from tp_dialect.ops import SectionOp, TransferOp
 from tp_dialect.passes import TP_PASSES
 from tp_dialect.runtime.model import ModelError, model
+from tp_dialect.tools.run_model import model_modes
 from tp_dialect.tools.source import parse_module
-from tp_dialect.tools.tp_run import model_modes
 from tp_dialect.universe import tp_context
 
 SN40L = MACHINES["sn40l"]

@@ -23,8 +23,8 @@ from tp_dialect.frontend.qwen3 import generate
 from tp_dialect.runtime.checkpoint import MemorySource, place_weights, random_inputs, random_weights
 from tp_dialect.runtime.mpi_exec import TEST_EXIT_ENV
 from tp_dialect.runtime.reference import run_program
+from tp_dialect.tools.run_mpi import rank_lines
 from tp_dialect.tools.source import load_program
-from tp_dialect.tools.tp_run import rank_lines
 from tp_dialect.universe import tp_context
 
 BIN = Path(sys.executable).parent

@@ -48,8 +48,8 @@ from tp_dialect.runtime.model import phase as phase_mode
 from tp_dialect.runtime.timeline import Timeline, chrome_trace
 from tp_dialect.signature import entry_function
 from tp_dialect.tools import tp_run
+from tp_dialect.tools.run_model import model_modes
 from tp_dialect.tools.source import parse_module
-from tp_dialect.tools.tp_run import model_modes
 from tp_dialect.universe import tp_context
 
 CTX = tp_context()

@@ -1,0 +1,199 @@
+"""tp-run's data in and out: weights and inputs checked against the ports, a run of the
+reference interpreter, the check against the unsharded program, outputs written whole."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.linalg import ops as linalg
+
+from tp_dialect import certificate
+from tp_dialect.frontend.models import unsharded_text
+from tp_dialect.runtime.checkpoint import (
+    MemorySource,
+    SafetensorsSource,
+    TensorSource,
+    check_source,
+    conform_inputs,
+    place_weights,
+    random_inputs,
+    random_weights,
+)
+from tp_dialect.runtime.progress import reporting
+from tp_dialect.runtime.reference import run_program
+from tp_dialect.tools.common import (
+    UserError,
+    write_atomically,
+)
+from tp_dialect.tools.source import load_program, parse_module
+from tp_dialect.universe import tp_context
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One output of the checked program against the reference's."""
+
+    name: str
+    max_abs: float
+    max_rel: float  # max |a - b| / max |b|
+    ok: bool
+
+
+def compare(
+    got: Mapping[str, np.ndarray], want: Mapping[str, np.ndarray], rtol: float, atol: float
+) -> list[Comparison]:
+    """Every output of ``want`` compared with ``got``: max abs and relative error."""
+    rows = []
+    for name, ref in want.items():
+        if name not in got:
+            raise UserError(f"the checked program has no output '{name}'")
+        a, b = np.asarray(got[name], np.float64), np.asarray(ref, np.float64)
+        if a.shape != b.shape:
+            raise UserError(f"output '{name}': shape {list(a.shape)} vs {list(b.shape)}")
+        err = float(np.max(np.abs(a - b))) if a.size else 0.0
+        scale = float(np.max(np.abs(b))) if b.size else 0.0
+        rows.append(
+            Comparison(name, err, err / scale if scale else err, err <= atol + rtol * scale)
+        )
+    return rows
+
+
+def source_of(args: argparse.Namespace, module: ModuleOp) -> TensorSource:
+    """The weights asked for, their dtypes checked against the ports (``--cast``)."""
+    source: TensorSource = MemorySource({})
+    if args.weights:
+        source = SafetensorsSource(args.weights)
+    elif args.random_weights is not None:
+        source = MemorySource(random_weights(module, args.random_weights))
+    note(check_source(module, source, args.cast))
+    return source
+
+
+def inputs_of(
+    args: argparse.Namespace, module: ModuleOp, source: TensorSource | None = None
+) -> dict[str, np.ndarray]:
+    """The inputs asked for, each checked against its port (shape; dtype by ``--cast``)
+    and against ``source``'s copy, if it has one."""
+    if args.inputs is None:
+        if args.random_inputs is None:
+            return {}
+        return random_inputs(module, args.random_inputs, args.position)
+    given, notes = conform_inputs(module, read_npz(args.inputs), args.cast, source)
+    note(notes)
+    return given
+
+
+def read_npz(path: str) -> dict[str, np.ndarray]:
+    """The named arrays of the ``.npz`` at ``path``, read whole; a UserError naming the file
+    when it is not one (a lone ``.npy``, a truncated or damaged archive, pickled objects)."""
+    try:
+        data = np.load(path, allow_pickle=False)
+    except OSError as err:
+        raise UserError(f"cannot read inputs '{path}': {err.strerror or err}") from None
+    except Exception as err:  # numpy's reader raises what its format parsers raise
+        raise UserError(f"cannot read inputs '{path}': not an .npz of arrays ({err})") from None
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise UserError(
+            f"cannot read inputs '{path}': a single array (.npy); give an .npz of named "
+            "arrays (numpy.savez)"
+        )
+    try:
+        with data:
+            return {k: data[k] for k in data.files}
+    except Exception as err:  # a damaged member: zipfile, zlib and the .npy parser's errors
+        raise UserError(f"cannot read inputs '{path}': a damaged .npz ({err})") from None
+
+
+def note(notes: Sequence[str]) -> None:
+    for line in notes:
+        print(f"tp-run: note: {line}", file=sys.stderr)
+
+
+def reference_of(args: argparse.Namespace, module: ModuleOp) -> ModuleOp:
+    ctx = tp_context()
+    if args.against:
+        return load_program(ctx, args.against)
+    if "tp.config" not in module.attributes:
+        raise UserError("--check needs --against FILE: the program records no tp.config")
+    reference, _ = parse_module(ctx, unsharded_text(module.attributes["tp.config"]), "<unsharded>")
+    return reference
+
+
+def execute(
+    module: ModuleOp,
+    source: TensorSource,
+    inputs: Mapping[str, np.ndarray],
+    storage: bool = False,
+) -> tuple[dict[str, np.ndarray], float, float]:
+    """Bind every argument from ``source`` or ``inputs`` (what ``source`` holds sliced through
+    the manifest), run (with ``storage``: under storage semantics); the results, load time
+    and run time."""
+    total_ops = sum(isinstance(op, linalg.GenericOp) for op in module.walk())
+    with reporting(sys.stderr, total_ops):  # on a terminal, after 2 s: bytes, ops run
+        t0 = time.perf_counter()
+        placement = place_weights(module, source, inputs)
+        t1 = time.perf_counter()
+        outputs = run_program(module, placement.values, placement.placed, storage)
+    return outputs, t1 - t0, time.perf_counter() - t1
+
+
+def warn_certificate(path: str, module: ModuleOp) -> None:
+    """Say when the shard obligation was never checked, or checked on another program."""
+    state = certificate.status(module)
+    if state == "missing":
+        print(
+            f"tp-run: warning: {path} carries no shard-obligation certificate "
+            "(run tp-opt --tp-verify on it)",
+            file=sys.stderr,
+        )
+    elif state == "stale":
+        print(
+            f"tp-run: warning: {path}'s shard-obligation certificate is stale: the program "
+            "changed since tp-verify checked it",
+            file=sys.stderr,
+        )
+
+
+def write_outputs(args: argparse.Namespace, outputs: Mapping[str, np.ndarray]) -> None:
+    """``--outputs``: the results by name, written whole or not at all."""
+    if args.outputs:
+        buffer = io.BytesIO()
+        np.savez(buffer, **outputs)
+        write_atomically(args.outputs, buffer.getvalue())
+        print(f"wrote {len(outputs)} output(s) to {args.outputs}")
+
+
+def check_outputs(
+    args: argparse.Namespace,
+    module: ModuleOp,
+    source: TensorSource,
+    inputs: Mapping[str, np.ndarray],
+    outputs: Mapping[str, np.ndarray],
+) -> int:
+    """``--check``/``--against``: 0 when every output is within tolerance of the unsharded
+    program's (run here on the same weights and inputs), 1 otherwise; 0 when not asked."""
+    if not (args.check or args.against):
+        return 0
+    reference = reference_of(args, module)
+    want, _, _ = execute(reference, source, inputs)
+    rows = compare(outputs, want, args.rtol, args.atol)
+    width = max(len(r.name) for r in rows)
+    print(f"check against the unsharded program (rtol {args.rtol:g}, atol {args.atol:g}):")
+    for r in rows:
+        verdict = "ok" if r.ok else "FAIL"
+        print(f"  {r.name:<{width}}  max abs {r.max_abs:.3e}  max rel {r.max_rel:.3e}  {verdict}")
+    failed = [r.name for r in rows if not r.ok]
+    if failed:
+        print(
+            f"tp-run: error: check failed: {', '.join(failed)} beyond tolerance of the "
+            "unsharded program",
+            file=sys.stderr,
+        )
+    return 1 if failed else 0

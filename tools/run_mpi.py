@@ -1,0 +1,239 @@
+"""tp-run on MPI ranks: ``--mpi N`` starts the ranks (the launcher), ``--backend mpi`` is one
+rank (chip programs run by `tp_dialect.runtime.mpi_exec`)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+
+from tp_dialect.ops import AllReduceOp
+from tp_dialect.passes.universe import lowered as lowered_copy
+from tp_dialect.runtime import mpi_exec, progress
+from tp_dialect.runtime.checkpoint import (
+    TensorSource,
+)
+from tp_dialect.runtime.launch import find_mpiexec, rank_env, run_bounded
+from tp_dialect.runtime.model import (
+    stage_of,
+)
+from tp_dialect.tools.common import (
+    UserError,
+)
+from tp_dialect.tools.run_io import (
+    check_outputs,
+    inputs_of,
+    source_of,
+    warn_certificate,
+    write_outputs,
+)
+from tp_dialect.tools.run_model import lowering_for
+from tp_dialect.tools.source import load_program
+from tp_dialect.universe import tp_context
+
+
+def strip_mpi(argv: list[str]) -> list[str]:
+    """``argv`` without ``--mpi N`` / ``--mpi=N`` (the ranks must not launch ranks)."""
+    out: list[str] = []
+    skip = False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "--mpi":
+            skip = True
+        elif not a.startswith("--mpi="):
+            out.append(a)
+    return out
+
+
+def _mpiexec() -> str:
+    """The mpiexec beside this Python (the ``mpich`` wheel's), else one on PATH."""
+    found = find_mpiexec()
+    if found is None:
+        raise UserError("cannot run on MPI: no mpiexec (install an MPI, e.g. pip install mpich)")
+    return found
+
+
+def launch(args: argparse.Namespace, argv: list[str]) -> int:
+    """``--mpi N``: this command again under ``mpiexec -n N`` (one more rank for
+    ``--relay host``) with ``--backend mpi``, bounded by ``--timeout``; the ranks' output
+    passed on, their errors as one line."""
+    if args.mpi < 1:
+        raise UserError(f"--mpi {args.mpi}: give at least one rank")
+    if args.backend == "mpi":
+        raise UserError("--mpi starts its own ranks: give --mpi N or --backend mpi, not both")
+    check_mpi_flags(args, "--mpi")
+    mpi_exec.load_mpi()
+    ranks = args.mpi + (args.relay == "host")
+    cmd = [_mpiexec(), "-n", str(ranks), sys.executable, "-m", "tp_dialect.tools.tp_run"]
+    cmd += [*strip_mpi(argv), "--backend", "mpi"]
+    with tempfile.TemporaryDirectory(prefix="tp-mpi-") as pids:
+        env = {**rank_env(ranks), mpi_exec.PID_DIR_ENV: pids}
+        # The ranks' stderr is a pipe held until they end: they report progress to files
+        # here and this process draws it, on its own stderr, only if the user sees that.
+        for var in (progress.DIR_ENV, progress.FORCE_ENV):
+            env.pop(var, None)
+        watch = progress.shows(sys.stderr)
+        reports = os.path.join(pids, "progress")
+        if watch:
+            os.mkdir(reports)
+            env[progress.DIR_ENV] = reports
+        try:
+            with progress.watching(sys.stderr, reports, ranks) as poll:
+                proc = run_bounded(cmd, env, args.timeout, poll if watch else None)
+        except subprocess.TimeoutExpired:
+            raise UserError(
+                f"the {ranks} MPI rank(s) did not finish within {args.timeout:g} s: stopped them"
+            ) from None
+        out, err = proc.stdout, proc.stderr
+        died = _who_died(out + err, pids, args.mpi if args.relay == "host" else None)
+    if proc.returncode != 0:  # mpiexec's own banner about a dead rank: said below in a line
+        out = "".join(line for line in out.splitlines(True) if not _HYDRA.match(line))
+    sys.stdout.write(out)
+    said = rank_lines(err)
+    errors = [line for line in said if "error:" in line]
+    for line in said:
+        if "error:" not in line:
+            print(line, file=sys.stderr)
+    if errors:
+        print(errors[0], file=sys.stderr)
+    if proc.returncode != 0:
+        if not errors:
+            print(
+                f"tp-run: error: {died or 'a rank ended without saying why'}: the MPI run "
+                f"stopped (mpiexec exit code {proc.returncode})",
+                file=sys.stderr,
+            )
+        return 1
+    return 0
+
+
+def rank_lines(err: str) -> list[str]:
+    """The ranks' own ``tp-run:`` lines in ``err``, each once, in order. mpiexec forwards the
+    ranks' stderr in whatever pieces it reads, so two ranks' lines can run together: each
+    ``tp-run:`` starts a line of its own."""
+    err = re.sub(r"(?<=[^\n])(?=tp-run: )", "\n", err)
+    return [line for line in dict.fromkeys(err.splitlines()) if line.startswith("tp-run:")]
+
+
+_HYDRA = re.compile(
+    r"^(=+|=   .*|YOUR APPLICATION TERMINATED.*|This typically refers.*|Please see the FAQ.*|\s*)$"
+)
+
+
+def _who_died(err: str, pids: str, host_rank: int | None) -> str | None:
+    """Which rank mpiexec reports dead in ``err`` and how ("rank 1 (chip 1) died: Killed
+    (signal 9)"), the rank found through the pid files in ``pids``; None when it says none."""
+    found = re.search(r"PID (\d+) RUNNING AT", err)
+    if found is None:
+        return None
+    how = re.search(r"EXIT STRING: (.+)", err)
+    reason = how.group(1).strip() if how else "it ended abnormally"
+    rank = mpi_exec.rank_of_pid(pids, int(found.group(1)))
+    if rank is None:
+        return f"process {found.group(1)} died: {reason}"
+    chip = "the host" if rank == host_rank else f"chip {rank}"
+    return f"rank {rank} ({chip}) died: {reason}"
+
+
+def check_mpi_flags(args: argparse.Namespace, how: str) -> None:
+    """Refuse, before any rank starts, flags a run on MPI ranks cannot take (``how``: the
+    flag that asked for MPI, named in the error)."""
+    if args.machine or args.dry_run or args.report or args.trace or args.timeline:
+        raise UserError(f"{how} runs the program: model it without {how}")
+    given = (args.weights, args.random_weights, args.inputs, args.random_inputs)
+    if all(g is None for g in given):
+        raise UserError(
+            "give the arguments: --weights CKPT or --random-weights SEED, and/or "
+            "--inputs IN.npz or --random-inputs SEED"
+        )
+
+
+def main_mpi(args: argparse.Namespace) -> int:
+    """``--backend mpi``: this process is one rank. Rank 0 prints, writes ``--outputs`` and
+    checks; an error on one rank is said by it (naming it) and aborts the world."""
+    mpi = mpi_exec.load_mpi()
+    comm = mpi.COMM_WORLD
+    rank = comm.Get_rank()
+    mpi_exec.record_rank(rank)
+    check_mpi_flags(args, "--backend mpi")
+    try:
+        module = load_program(tp_context(), args.program)
+        if rank == 0:
+            warn_certificate(args.program, module)
+        runnable = per_chip(module, args.allreduce, rank == 0)
+        mpi_exec.check_world(runnable, comm.Get_size(), args.relay)
+    except Exception as err:  # alike on every rank: one says it, none aborts
+        if rank != 0:
+            return 1
+        raise err from None
+    t0 = time.perf_counter()
+    source: TensorSource | None = None
+
+    given: Mapping[str, np.ndarray] | None = None
+
+    def open_source() -> TensorSource:
+        nonlocal source
+        source = source_of(args, module)
+        return source
+
+    def read_inputs() -> Mapping[str, np.ndarray]:  # rank 0 only; --check reuses them
+        nonlocal given
+        given = inputs_of(args, module)
+        return given
+
+    try:
+        with progress.rank_reporting(rank, mpi_exec.linalg_ops(runnable, rank), sys.stderr):
+            run = mpi_exec.run_mpi(
+                runnable,
+                open_source,
+                read_inputs,
+                args.storage,
+                args.relay,
+                comm,
+            )
+    except BaseException as err:
+        chip = "" if args.relay == "host" and rank == comm.Get_size() - 1 else f" (chip {rank})"
+        text = str(err) or type(err).__name__
+        print(f"tp-run: error: rank {rank}{chip}: {text}", file=sys.stderr, flush=True)
+        mpi_exec.abort(comm, 1)
+        return 1
+    if run is None:
+        return 0
+    elapsed = time.perf_counter() - t0
+    chips = comm.Get_size() - (args.relay == "host")
+    print(
+        f"ran {args.program} on {comm.Get_size()} MPI rank(s) ({chips} chip(s), relay "
+        f"{args.relay}{', storage semantics' if args.storage else ''}): {elapsed * 1e3:.1f} ms"
+    )
+    if args.stats:
+        print(mpi_exec.format_rank_stats(run.stats))
+    write_outputs(args, run.outputs)
+    if not (args.check or args.against):
+        return 0
+    assert given is not None  # rank 0 read them
+    return check_outputs(args, module, source or source_of(args, module), given, run.outputs)
+
+
+def per_chip(module: ModuleOp, allreduce: str, say: bool) -> ModuleOp:
+    """``module`` as per-chip programs: itself, or a copy lowered to them (``say``: on
+    stderr, which passes ran)."""
+    if stage_of(module) == "programs":
+        return module
+    if allreduce not in AllReduceOp.ALGORITHMS:
+        raise UserError(
+            f"unknown all-reduce algorithm '{allreduce}' in --allreduce for MPI (one of "
+            f"{', '.join(AllReduceOp.ALGORITHMS)})"
+        )
+    passes = lowering_for(module, "relay", allreduce, "sn40l")
+    if say:
+        print(f"tp-run: lowering a copy to per-chip programs: {','.join(passes)}", file=sys.stderr)
+    return lowered_copy(module, ",".join(passes))
