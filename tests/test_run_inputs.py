@@ -351,3 +351,17 @@ def test_a_new_output_follows_the_umask_and_an_old_one_keeps_its_mode(
     assert stat.S_IMODE(new.stat().st_mode) == 0o640
     assert stat.S_IMODE(old.stat().st_mode) == 0o604
     assert set(outputs(old)) == set(outputs(new))
+
+
+# -- errors in a copy lowered for the model ------------------------------------------------
+
+HOST_OUTPUT_READ = Path(__file__).parent / "fuzz_reproducers/hang-tp-run-source-4e7812a6"
+
+
+def test_a_refusal_in_a_copy_lowered_for_the_model_is_located_in_the_source(capsys) -> None:
+    program = HOST_OUTPUT_READ / "program.mlir"
+    code, _, err = run(capsys, program, "--dry-run", "--mode", "relay")
+    assert code == 1
+    first = error_lines(err)[0]
+    assert first.startswith(f"{program}:9:5: error: 'linalg.generic' reads %full, a host output")
+    assert first.endswith("[host-store-used]")

@@ -85,9 +85,11 @@ def model_modes(
     allreduce: str = "fold",
     machine_spec: str = "sn40l",
     say: Callable[[str], None] | None = None,
+    on_copy: Callable[[ModuleOp, ModuleOp], None] | None = None,
 ) -> dict[str, tuple[ModelReport, Timeline]]:
     """Each of ``modes`` modelled on ``machine``, lowering a copy of ``module`` first when
-    the mode needs a later stage (once per distinct lowering; ``say`` is told which)."""
+    the mode needs a later stage (once per distinct lowering; ``say`` is told which,
+    ``on_copy`` shown each copy as `lowered` makes it)."""
     lowered: dict[tuple[str, ...], ModuleOp] = {}
     out: dict[str, tuple[ModelReport, Timeline]] = {}
     for mode in modes:
@@ -97,15 +99,20 @@ def model_modes(
             if passes:
                 if say is not None:
                     say(f"lowering a copy for {mode} mode: {','.join(passes)}")
-                copy = lowered_copy(module, ",".join(passes))
+                copy = lowered_copy(module, ",".join(passes), on_copy)
             lowered[passes] = copy
         out[mode] = model(lowered[passes], machine, mode)
     return out
 
 
-def model_step(args: argparse.Namespace, module: ModuleOp) -> None:
+def model_step(
+    args: argparse.Namespace,
+    module: ModuleOp,
+    on_copy: Callable[[ModuleOp, ModuleOp], None] | None = None,
+) -> None:
     """Model the step on the machine in every asked mode; print each summary and write what
-    was asked for (several modes: side by side in one report, trace and chart)."""
+    was asked for (several modes: side by side in one report, trace and chart). ``on_copy``
+    is shown each copy lowered for a mode (`model_modes`)."""
     spec = args.machine or "sn40l"
     machine = machine_from(spec)
     if args.allreduce not in ALLREDUCE_CHOICES:
@@ -122,7 +129,7 @@ def model_step(args: argparse.Namespace, module: ModuleOp) -> None:
         print(f"tp-run: {text}", file=sys.stderr)
 
     t0 = time.perf_counter()
-    results = model_modes(module, machine, modes, args.allreduce, spec, say)
+    results = model_modes(module, machine, modes, args.allreduce, spec, say, on_copy)
     elapsed = time.perf_counter() - t0
     for report, _ in results.values():
         print(report.summary())

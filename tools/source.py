@@ -80,6 +80,14 @@ class SourceMap:
         line = text.count("\n", 0, line_start) + 1 + self.line_offset
         return line, pos - line_start + 1, line_text
 
+    def adopt(self, original: Operation, copy: Operation) -> None:
+        """Locate each op of ``copy`` — a clone of ``original``, not yet changed — where its
+        original is: an error a pass raises at an op of the copy (one it moved, not one it
+        made) then points into the source text."""
+        for a, b in zip(original.walk(), copy.walk(), strict=True):
+            if a in self.starts:
+                self.starts[b] = self.starts[a]
+
 
 LINEAR_STRING_LITERAL = re.compile(r'"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"')
 """xDSL 0.75's string-literal rule with possessive quantifiers: the same strings, but an

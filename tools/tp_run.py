@@ -55,7 +55,7 @@ from tp_dialect.tools.run_io import (
 )
 from tp_dialect.tools.run_model import model_step
 from tp_dialect.tools.run_mpi import launch, main_mpi
-from tp_dialect.tools.source import load_program_mapped, located
+from tp_dialect.tools.source import SourceMap, load_program_mapped, located
 from tp_dialect.universe import tp_context
 
 
@@ -174,17 +174,18 @@ def _main(argv: Sequence[str] | None) -> int:
     module, source_map = load_program_mapped(tp_context(), args.program)
     check_writable(args.outputs, args.report, args.trace, args.timeline)
     try:
-        return _run(args, module)
+        return _run(args, module, source_map)
     except TpDiagnostic as err:  # a refusal at an op (say, a slice out of range): there
         where = source_map.locate(err.op)
         raise LocatedError(located(args.program, where, err.message)) from None
 
 
-def _run(args: argparse.Namespace, module: ModuleOp) -> int:
-    """Model and/or run ``module`` as ``args`` ask: the exit code."""
+def _run(args: argparse.Namespace, module: ModuleOp, source_map: SourceMap) -> int:
+    """Model and/or run ``module`` as ``args`` ask: the exit code (an error at an op of a
+    copy lowered for the model is located at the op it was copied from)."""
     warn_certificate(args.program, module)
     if args.machine or args.dry_run or args.report or args.trace or args.timeline:
-        model_step(args, module)
+        model_step(args, module, source_map.adopt)
         if args.dry_run:
             return 0
     given = (args.weights, args.random_weights, args.inputs, args.random_inputs)
