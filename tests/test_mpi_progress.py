@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fakes import Clock, Terminal
 
 from tp_dialect.runtime import progress
 from tp_dialect.runtime.launch import find_mpiexec, run_bounded
@@ -27,21 +28,8 @@ BIN = Path(sys.executable).parent
 TIMEOUT = 120
 
 
-class _Terminal(io.StringIO):
-    def isatty(self) -> bool:
-        return True
-
-
-class _Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_rank_reports_are_summed_and_half_written_ones_skipped(tmp_path: Path) -> None:
-    clock = _Clock()
+    clock = Clock()
     first = RankReport(tmp_path / "0", total_ops=10, clock=clock)
     second = RankReport(tmp_path / "1", total_ops=12, clock=clock)
     assert read_reports(tmp_path) == (0, 0, 22, 2)  # made: both ranks have started
@@ -63,7 +51,7 @@ def test_the_launcher_draws_the_ranks_sum_and_clears_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(progress.AFTER_ENV, "0")
-    out = _Terminal()
+    out = Terminal()
     with watching(out, tmp_path, ranks=2) as poll:
         poll()  # no rank has reported: nothing to draw
         assert out.getvalue() == ""
@@ -94,7 +82,7 @@ def test_what_a_rank_reports_to(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv(progress.AFTER_ENV, "0")
     monkeypatch.delenv(progress.FORCE_ENV, raising=False)
     monkeypatch.setenv(progress.DIR_ENV, str(tmp_path))
-    stream = _Terminal()
+    stream = Terminal()
     with rank_reporting(1, 5, stream):
         tick(loaded=8, ran=5)
     assert (tmp_path / "1").read_text() == "8 5 5\n" and stream.getvalue() == ""
@@ -103,7 +91,7 @@ def test_what_a_rank_reports_to(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         tick(ran=2)
     assert "2/5 linalg ops run" in stream.getvalue()
     assert stream.getvalue().endswith("\r\x1b[K")
-    for rank, sink in ((1, _Terminal()), (0, io.StringIO())):
+    for rank, sink in ((1, Terminal()), (0, io.StringIO())):
         with rank_reporting(rank, 5, sink):
             tick(ran=2)
         assert sink.getvalue() == ""

@@ -9,24 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from fakes import Clock, Terminal
+
 from tp_dialect.runtime.progress import Progress, reporting, tick
 
 
-class _Terminal(io.StringIO):
-    def isatty(self) -> bool:
-        return True
-
-
-class _Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_a_terminal_sees_progress_only_after_the_delay() -> None:
-    out, clock = _Terminal(), _Clock()
+    out, clock = Terminal(), Clock()
     with reporting(out, total_ops=10, clock=clock) as progress:
         tick(loaded=500_000_000)
         clock.now = 1.9
@@ -45,7 +34,7 @@ def test_a_terminal_sees_progress_only_after_the_delay() -> None:
 
 
 def test_a_pipe_or_file_sees_nothing() -> None:
-    out, clock = io.StringIO(), _Clock()
+    out, clock = io.StringIO(), Clock()
     progress = Progress(out, clock=clock)
     clock.now = 100.0
     progress.tick(loaded=1, ran=1)

@@ -365,3 +365,18 @@ def test_a_refusal_in_a_copy_lowered_for_the_model_is_located_in_the_source(caps
     first = error_lines(err)[0]
     assert first.startswith(f"{program}:9:5: error: 'linalg.generic' reads %full, a host output")
     assert first.endswith("[host-store-used]")
+
+
+def test_run_program_never_makes_an_integer_of_a_float(program, tensors) -> None:
+    """The library entry binds by the same rule: a position of 3.7 is refused, not run as 3."""
+    from tp_dialect.runtime.reference import run_program
+    from tp_dialect.signature import BindError
+
+    weights, inputs = tensors
+    module, _ = parse_module(tp_context(), program.read_text(), str(program))
+    with pytest.raises(BindError, match="argument 'position' is float64, not int64"):
+        run_program(module, {**weights, **inputs, "position": np.float64(3.7)})
+    got = run_program(module, {**weights, **inputs, "position": np.int32(3)})
+    want = run_program(module, {**weights, **inputs})
+    for k in want:
+        np.testing.assert_array_equal(got[k], want[k])

@@ -226,13 +226,14 @@ def _key_in_source(port: Port, source: TensorSource) -> str | None:
     return None
 
 
-def _describe(port: Port) -> str:
+def describe_port(port: Port) -> str:
+    """``f32 of shape [4, 8]``: what a port expects, as errors say it."""
     return f"{port.dtype} of shape {list(port.shape)}" if port.shape else port.dtype
 
 
 def _nowhere(port: Port) -> str:
     """The error for ``port`` found in neither file, naming first where its role says it lives."""
-    expected = f"'{port.name}' (expected {_describe(port)})"
+    expected = f"'{port.name}' (expected {describe_port(port)})"
     if port.role == "weight":
         return f"checkpoint has no tensor {expected}, nor do the inputs"
     return f"the inputs have no tensor {expected}, nor does the checkpoint"
@@ -251,7 +252,7 @@ def _check_both(port: Port, source: TensorSource, key: str | None, given: tuple[
 
 def _check_shape(port: Port, found: tuple[int, ...] | None) -> None:
     if found is None:
-        raise BindError(f"checkpoint has no tensor '{port.name}' (expected {_describe(port)})")
+        raise BindError(f"checkpoint has no tensor '{port.name}' (expected {describe_port(port)})")
     if found != port.shape:
         raise BindError(
             f"checkpoint tensor '{port.name}': expected shape {list(port.shape)}, "
