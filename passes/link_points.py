@@ -19,58 +19,116 @@ to a function holding no chip work stays inside its section (and its callee in t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i64
-from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, StringAttr, i64
+from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
+from tp_dialect.analysis.call_summary import CallSummary, Summaries
 from tp_dialect.analysis.link_points import ChipPlan, link_points, runs_on
 from tp_dialect.analysis.provenance import Provenance
 from tp_dialect.analysis.touch import captured, collective, is_constant, statements
+from tp_dialect.analysis.values import callee
 from tp_dialect.certificate import kept
+from tp_dialect.names import call_tag, in_layer
 from tp_dialect.ops import BarrierOp, SectionOp
 from tp_dialect.passes.inline import inline_calls
+from tp_dialect.passes.link_calls import ChipFunctions, chip_functions
 from tp_dialect.passes.preconditions import chips_to_lower, lowered_of
 from tp_dialect.program_ops import ChipProgramOp, FinishOp, LinkOp
 
+Key = SSAValue | tuple[CallOp, SSAValue]
+"""A value a chip hands the host: the caller's own, or (a call, a callee value) for a shard
+a per-chip function hands the callee's host store, once per call."""
 
-def _host_outputs(func: FuncOp, sections: list[SectionOp], prov: Provenance) -> dict[SSAValue, int]:
+
+def _host_outputs(
+    func: FuncOp,
+    sections: list[SectionOp | CallOp],
+    prov: Provenance,
+    split: dict[FuncOp, ChipFunctions],
+) -> dict[Key, int]:
     """Values the host needs from the chips (returned, or stored by the host), each with the
     chip that hands it over: the chip it lives on (chip provenance), or for a replicated spine
-    value the lowest chip holding it."""
+    value the lowest chip holding it; a call's result, the lowest chip whose per-chip function
+    returns it; and for every call, the shards its callee's host stores take."""
     needed: list[SSAValue] = []
     ret = func.body.block.last_op
     assert isinstance(ret, ReturnOp)
+    out: dict[Key, int] = {}
     for s in sections:
-        if not runs_on(s):
+        if isinstance(s, CallOp):
+            cf = split[_callee_of(s)]
+            for c, gives in cf.gives.items():
+                for v in gives:
+                    if not _returned(cf, v):
+                        out.setdefault((s, v), c)
+        elif not runs_on(s):
             coll = collective(s)
             assert coll is not None
             needed += list(coll.operands)
     needed += list(ret.operands)
-    out: dict[SSAValue, int] = {}
     for v in needed:
         owner = v.owner
         if isinstance(owner, SectionOp) and (chips := runs_on(owner)):
             out.setdefault(v, min(prov.home(v) & set(chips) or chips))
+        elif isinstance(owner, CallOp) and owner in split_calls(split, owner):
+            cf = split[_callee_of(owner)]
+            inner = _callee_return(cf)[v.index]  # type: ignore[attr-defined]
+            chips = [c for c, gives in cf.gives.items() if inner in gives]
+            if chips:
+                out.setdefault(v, min(chips))
     return out
 
 
-def _chip_program(func: FuncOp, plan: ChipPlan, outputs: list[SSAValue]) -> ChipProgramOp:
-    """Chip ``plan.chip``'s program: its sections, cloned, with link points between them."""
-    c = plan.chip
+def split_calls(split: dict[FuncOp, ChipFunctions], call: CallOp) -> set[CallOp]:
+    """``{call}`` when ``call`` names a function split per chip, else nothing."""
+    return {call} if callee(call) in split else set()
+
+
+def _callee_of(call: CallOp) -> FuncOp:
+    f = callee(call)
+    assert f is not None
+    return f
+
+
+def _callee_return(cf: ChipFunctions) -> list[SSAValue]:
+    ret = cf.callee.body.block.last_op
+    assert isinstance(ret, ReturnOp)
+    return list(ret.operands)
+
+
+def _returned(cf: ChipFunctions, v: SSAValue) -> bool:
+    return v in _callee_return(cf)
+
+
+LowerCall = Callable[[CallOp, int, dict[Any, SSAValue], Block], None]
+
+
+def chip_block(
+    func: FuncOp, plan: ChipPlan, chip: int, lower_call: LowerCall, in_order: bool = False
+) -> tuple[Block, list[BlockArgument], dict[Any, SSAValue]]:
+    """Chip ``chip``'s part of ``func``: its sections, cloned, with link points between them
+    (a lowered call written by ``lower_call``), the arguments it reads as block arguments,
+    constants cloned in; no terminator yet. Also the arguments it takes and what each value
+    of ``func`` is on the chip."""
     inputs: dict[BlockArgument, None] = {}
     constants: dict[Operation, None] = {}
     for s in plan.sections:
-        for v in captured(s):
+        for v in captured(s) if isinstance(s, SectionOp) else s.arguments:
             if isinstance(v, BlockArgument) and v.owner is func.body.block:
                 inputs[v] = None
             elif is_constant(v.owner):  # type: ignore[arg-type]
                 constants[v.owner] = None  # type: ignore[index]
+    if in_order:  # a per-chip function takes its arguments in the callee's order
+        inputs = dict.fromkeys(sorted(inputs, key=lambda a: a.index))
     block = Block(arg_types=[v.type for v in inputs])
-    mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, block.args, strict=True))
+    mapping: dict[Any, SSAValue] = dict(zip(inputs, block.args, strict=True))
     for new, old in zip(block.args, inputs, strict=True):
         new.name_hint = old.name_hint
     for const in constants:
@@ -91,35 +149,73 @@ def _chip_program(func: FuncOp, plan: ChipPlan, outputs: list[SSAValue]) -> Chip
                 r.name_hint = v.name_hint
         if k < len(plan.sections):
             section = plan.sections[k]
+            if isinstance(section, CallOp):
+                lower_call(section, chip, mapping, block)
+                continue
             clone = section.clone(value_mapper=mapping)
-            clone.chips = DenseArrayBase.from_list(i64, [c])  # runs on this chip alone
+            clone.chips = DenseArrayBase.from_list(i64, [chip])  # runs on this chip alone
             clone.attributes.pop("tp.phase", None)
             block.add_op(clone)
             for new, old in zip(clone.outs, section.outs, strict=True):
                 mapping[old] = new
-    block.add_op(FinishOp(*[mapping[v] for v in outputs]))
-    return ChipProgramOp(c, list(inputs), Region(block), [v.type for v in outputs])
+    return block, list(inputs), mapping
 
 
-def split_programs(func: FuncOp, n_chips: int, prov: Provenance) -> None:
-    """Rewrite ``func`` into per-chip programs and the host's statements."""
-    plans = link_points(func, n_chips)
+def split_programs(
+    func: FuncOp,
+    n_chips: int,
+    prov: Provenance,
+    split: dict[FuncOp, ChipFunctions] | None = None,
+    calls: dict[FuncOp, CallSummary] | None = None,
+) -> None:
+    """Rewrite ``func`` into per-chip programs and the host's statements (its lowered calls
+    to the functions ``split`` per chip becoming calls to each chip's own)."""
+    split = split or {}
+    plans = link_points(func, n_chips, calls)
     stmts = statements(func)
-    sections = [s for s in stmts if isinstance(s, SectionOp)]
-    owners = _host_outputs(func, sections, prov)
+    sections = [s for s in stmts if isinstance(s, SectionOp | CallOp)]
+    owners = _host_outputs(func, sections, prov, split)
+    tags = _tags(sections)
     block = func.body.block
     first = stmts[0] if stmts else block.last_op
     assert first is not None
-    host: dict[SSAValue, SSAValue] = {}
+
+    def lower_call(call: CallOp, c: int, mapping: dict[Any, SSAValue], into: Block) -> None:
+        cf = split[_callee_of(call)]
+        target = cf.funcs[c]
+        new = CallOp(
+            target.sym_name.data,
+            [mapping[call.arguments[i]] for i in cf.takes[c]],
+            [r for r in target.function_type.outputs],
+        )
+        new.attributes["tp.tag"] = StringAttr(tags[call])
+        into.add_op(new)
+        returned = _callee_return(cf)
+        for inner, r in zip(cf.gives[c], new.results, strict=True):
+            r.name_hint = in_layer(inner.name_hint or "", tags[call]) or None
+            mapping[(call, inner)] = r
+            for j, v in enumerate(returned):
+                if v is inner:
+                    mapping[call.results[j]] = r
+        for j, v in enumerate(returned):  # an argument handed straight back
+            if isinstance(v, BlockArgument) and call.results[j] not in mapping:
+                if (arg := call.arguments[v.index]) in mapping:
+                    mapping[call.results[j]] = mapping[arg]
+
+    host: dict[Any, SSAValue] = {}
     for c, plan in plans.items():
         outputs = [v for v, owner in owners.items() if owner == c]
-        program = _chip_program(func, plan, outputs)
+        body, inputs, mapping = chip_block(func, plan, c, lower_call)
+        body.add_op(FinishOp(*[mapping[v] for v in outputs]))
+        program = ChipProgramOp(c, inputs, Region(body), [mapping[v].type for v in outputs])
         block.insert_op_before(program, first)
         for v, r in zip(outputs, program.outputs, strict=True):
             host[v] = r
-            r.name_hint = v.name_hint
+            r.name_hint = mapping[v].name_hint
     for s in sections:
-        if not runs_on(s):  # the host's own statement: a store of chip outputs
+        if isinstance(s, CallOp):
+            _host_stores(s, split[_callee_of(s)], tags[s], host, block, first)
+        elif not runs_on(s):  # the host's own statement: a store of chip outputs
             coll = collective(s)
             assert coll is not None
             store = coll.clone(value_mapper=dict(host))
@@ -138,6 +234,44 @@ def split_programs(func: FuncOp, n_chips: int, prov: Provenance) -> None:
         op.erase()
 
 
+def _tags(sections: list[SectionOp | CallOp]) -> dict[CallOp, str]:
+    """Each lowered call's tag: its layer tag (``%l3_out = func.call`` -> ``l3_``), else
+    ``call<k>_`` by its place among the calls; unique either way."""
+    tags: dict[CallOp, str] = {}
+    used: set[str] = set()
+    for k, s in enumerate(x for x in sections if isinstance(x, CallOp)):
+        tag = call_tag(s) or f"call{k}_"
+        if tag in used:
+            tag = f"call{k}_"
+        used.add(tag)
+        tags[s] = tag
+    return tags
+
+
+def _host_stores(
+    call: CallOp,
+    cf: ChipFunctions,
+    tag: str,
+    host: dict[Any, SSAValue],
+    block: Block,
+    before: Operation,
+) -> None:
+    """The callee's host stores, for ``call``: each on the shards the chips handed over for
+    it, its result standing for the call's result it is."""
+    made: dict[SSAValue, SSAValue] = {}
+    for s in cf.host:
+        coll = collective(s)
+        assert coll is not None
+        mapper = {v: host[(call, v)] for v in coll.operands}
+        store = coll.clone(value_mapper=mapper)
+        store.results[0].name_hint = in_layer(s.outs[0].name_hint or "", tag) or None
+        block.insert_op_before(store, before)
+        made[s.outs[0]] = store.results[0]
+    for j, v in enumerate(_callee_return(cf)):
+        if v in made:
+            host[call.results[j]] = made[v]
+
+
 @dataclass(frozen=True)
 class TpLinkPoints(ModulePass):
     """Split the sectioned program into one program per chip, halting at link points (an
@@ -151,6 +285,23 @@ class TpLinkPoints(ModulePass):
         func = funcs[-1]  # the entry: callers come after their callees
         n = chips_to_lower(op, self.name)  # a program for every chip
         with kept(op):  # every section runs where it ran; the programs only make it explicit
-            # Per-chip programs are flat for now: the calls holding chip work inlined.
-            inline_calls(op, lambda call: work.lowered(call) is not None)
-            split_programs(func, n, Provenance(op))
+            # A callee's own lowered calls are inlined into it: per-chip functions are one
+            # level deep (the entry's programs call them; they call nothing).
+            inline_calls(
+                op,
+                lambda call: work.lowered(call) is not None and call.parent_op() is not func,
+            )
+            prov = Provenance(op)
+            summaries = Summaries(n, work)
+            calls: dict[FuncOp, CallSummary] = {}
+            for stmt in statements(func):
+                if (f := work.lowered(stmt)) is not None and f not in calls:
+                    summary = summaries.of(f)
+                    assert summary is not None  # recursion was refused by lowered_of
+                    calls[f] = summary
+            split = {f: chip_functions(f, n, prov, calls) for f in calls}
+            split_programs(func, n, prov, split, calls)
+            for f in split:  # private, and no call names it any more
+                if f.sym_visibility is not None and f.sym_visibility.data == "private":
+                    f.detach()
+                    f.erase()

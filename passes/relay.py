@@ -9,23 +9,32 @@ chip the halt it stands at and what it waits for (a deadlock), and never loops.
 Before scheduling, the programs must fit together (`check_programs`): one program per chip,
 each buffer name sent once, received only by other chips and as the type it was sent as, and
 never received unsent — else a located refusal (duplicate-program, duplicate-send, self-copy,
-link-type, deadlock). A ``tp.relay`` already in the function is replaced, not checked: the
+link-type, deadlock).
+
+Programs calling per-chip functions (an outlined program, one call per layer) have a relay
+that repeats one layer's rounds: the schedule — the same as the flat program's, step for step
+— is written with its longest repeated block of rounds as one ``tp.relay_repeat`` (the rounds
+before and after it, where the first or last layer differs, as they are), so its text does
+not grow with the layers. A ``tp.relay`` already in the function is replaced, not checked: the
 pass rebuilds it from the programs, so re-running it after editing them is how to refresh it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
 from xdsl.passes import ModulePass
 
+from tp_dialect.analysis.chip_calls import chip_function, step_op, tag_of
 from tp_dialect.analysis.programs import check_programs, programs, schedule
-from tp_dialect.analysis.relay import Copy
+from tp_dialect.analysis.relay import RelayStep, find_repeat
 from tp_dialect.certificate import kept
-from tp_dialect.passes.preconditions import entry_of
-from tp_dialect.program_ops import CopyOp, RelayOp, RunToOp
+from tp_dialect.passes.preconditions import chips_to_lower, entry_of
+from tp_dialect.program_ops import CopyOp, RelayOp, RelayRepeatOp, RunToOp
 
 
 @dataclass(frozen=True)
@@ -55,13 +64,34 @@ class TpRelay(ModulePass):
             for old, _ in stale:
                 old.detach()
                 old.erase()
-            relay = RelayOp(
-                [
-                    CopyOp(s.round, s.tensor, s.src, s.dst)
-                    if isinstance(s, Copy)
-                    else RunToOp(s.round, s.chip, s.halt)
-                    for s in steps
-                ]
-            )
+            relay = RelayOp(relay_ops(steps, _call_tags(func), chips_to_lower(op, self.name)))
             last = programs(func)[-1]
             func.body.block.insert_op_after(relay, last)
+
+
+def _call_tags(func: FuncOp) -> list[str]:
+    """The tags of the programs' per-chip calls, in the order the programs make them."""
+    tags: dict[str, None] = {}
+    for program in programs(func):
+        for op in program.body.block.ops:
+            if chip_function(op) is not None and (tag := tag_of(op)):
+                tags.setdefault(tag, None)
+    return list(tags)
+
+
+def relay_ops(
+    steps: Sequence[RelayStep], tags: list[str], n_chips: int
+) -> list[RunToOp | CopyOp | RelayRepeatOp]:
+    """The relay's ops for ``steps``: its longest repeated block of rounds as one repeat."""
+    found = find_repeat(steps, tags, n_chips) if len(tags) > 1 else None
+    if found is None:
+        return [step_op(s) for s in steps]
+    end = found.first + found.rounds
+    stop = found.first + found.count * found.rounds
+    body = [step_op(s) for s in steps if found.first <= s.round < end]
+    repeat = RelayRepeatOp(found.count, found.rounds, found.strides, tags, body)
+    return [
+        *(step_op(s) for s in steps if s.round < found.first),
+        repeat,
+        *(step_op(s) for s in steps if s.round >= stop),
+    ]

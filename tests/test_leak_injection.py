@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import os
 import random
+from dataclasses import replace
 
 import pytest
 from hypothesis import assume, given, settings
@@ -29,7 +30,9 @@ from xdsl.printer import Printer
 from tp_dialect.analysis.obligation import check_obligation
 from tp_dialect.certificate import stamp, status
 from tp_dialect.diagnostics import TpDiagnostic
-from tp_dialect.frontend.qwen3 import Qwen3Config
+from tp_dialect.frontend.qwen3 import Qwen3Config, generate
+from tp_dialect.tools.source import parse_module
+from tp_dialect.universe import tp_context
 
 # Each stage: the stage it starts from, and the passes that lower it from there.
 STAGES: dict[str, tuple[str, str]] = {
@@ -57,13 +60,23 @@ def qwen3(chips: int, fold: bool) -> Qwen3Config:
 
 
 @functools.cache
-def staged(chips: int, fold: bool, stage: str) -> ModuleOp:
-    """The generated program at ``stage`` (cached; callers clone it)."""
+def staged(chips: int, fold: bool, stage: str, outline: bool = False) -> ModuleOp:
+    """The generated program at ``stage`` (cached; callers clone it); ``outline``: two layers
+    as one ``@layer`` called twice (at the programs stage, per-chip functions)."""
     start, passes = STAGES[stage]
     if not start:
-        return program(qwen3(chips, fold))
-    module = staged(chips, fold, start).clone()
+        return outlined(qwen3(chips, fold)) if outline else program(qwen3(chips, fold))
+    module = staged(chips, fold, start, outline).clone()
     apply(module, passes)
+    return module
+
+
+@functools.cache
+def outlined(cfg: Qwen3Config) -> ModuleOp:
+    module, _ = parse_module(
+        tp_context(), generate(replace(cfg, layers=2), outline=True), "<outlined>"
+    )
+    module.verify()
     return module
 
 
@@ -95,26 +108,32 @@ def _assert_refused(module: ModuleOp, what: str) -> None:
 @pytest.mark.parametrize("chips", range(1, 9))
 @pytest.mark.parametrize("fold", [False, True])
 def test_every_generated_program_is_certified_at_every_stage(chips: int, fold: bool) -> None:
-    for stage in STAGES:
-        module = staged(chips, fold, stage).clone()
+    for stage, outline in [(s, o) for s in STAGES for o in (False, True)]:
+        if outline and chips not in (2, 4):
+            continue  # outlined: a sample of the chip counts
+        module = staged(chips, fold, stage, outline).clone()
         check_obligation(module)  # raises on a false refusal
         stamp(module)
         assert status(module) == "valid"
 
 
-BASES = [(c, f, s) for c in (1, 2, 3, 4) for f in (False, True) for s in STAGES]
+BASES = [(c, f, s, False) for c in (1, 2, 3, 4) for f in (False, True) for s in STAGES]
+# Outlined programs: a leak in @layer (or in a per-chip function) is in every call.
+BASES += [(c, f, s, True) for c in (2, 4) for f in (False, True) for s in STAGES]
 
 
 @pytest.mark.parametrize("kind", sorted(MUTATORS))
 @settings(max_examples=EXAMPLES, **SETTINGS)
 @given(base=st.sampled_from(BASES), seed=st.integers(0, 2**32 - 1))
 def test_leaks_injected_into_generated_programs_are_refused(
-    kind: str, base: tuple[int, bool, str], seed: int
+    kind: str, base: tuple[int, bool, str, bool], seed: int
 ) -> None:
     module = staged(*base).clone()
     what = MUTATORS[kind](module, random.Random(seed))
     assume(what is not None)  # no place for this kind in this program
-    _assert_refused(module, f"{kind}: {what} (N={base[0]}, fold={base[1]}, {base[2]})")
+    _assert_refused(
+        module, f"{kind}: {what} (N={base[0]}, fold={base[1]}, {base[2]}, outline={base[3]})"
+    )
 
 
 RANDOM_STAGES = ["source", "raised", "sectioned", "ring", "phased", "programs"]

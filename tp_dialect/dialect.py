@@ -12,7 +12,15 @@ from tp_dialect.ops import (
     UnshardOp,
     YieldOp,
 )
-from tp_dialect.program_ops import ChipProgramOp, CopyOp, FinishOp, LinkOp, RelayOp, RunToOp
+from tp_dialect.program_ops import (
+    ChipProgramOp,
+    CopyOp,
+    FinishOp,
+    LinkOp,
+    RelayOp,
+    RelayRepeatOp,
+    RunToOp,
+)
 
 TP = Dialect(
     "tp",
@@ -28,6 +36,7 @@ TP = Dialect(
         FinishOp,
         LinkOp,
         RelayOp,
+        RelayRepeatOp,
         RunToOp,
         CopyOp,
     ],

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import I64, ArrayAttr, IntegerAttr, StringAttr, i64
+from xdsl.dialects.builtin import I64, ArrayAttr, DenseArrayBase, IntegerAttr, StringAttr, i64
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, Block, BlockArgument, Region, SSAValue
 from xdsl.irdl import (
@@ -30,6 +30,10 @@ from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from tp_dialect.ops import _check_chip
+
+CHIP_FUNCTION = "tp.chip"
+"""The attribute marking a per-chip function: one chip's part of a function the lowering
+placed once (``@layer.chip1``), called from that chip's program, its links numbered from 1."""
 
 
 @irdl_op_definition
@@ -152,7 +156,8 @@ class LinkOp(IRDLOperation):
     recv_names = prop_def(ArrayAttr[StringAttr])
     received = var_result_def()
 
-    traits = traits_def(HasParent(ChipProgramOp))
+    # A chip's program, or a per-chip function it calls (`CHIP_FUNCTION`): its halts.
+    traits = traits_def(HasParent(ChipProgramOp, FuncOp))
 
     assembly_format = (
         "$index `sends` `(` $sent `)` `as` $send_names `receives` $recv_names attr-dict "
@@ -203,6 +208,19 @@ class LinkOp(IRDLOperation):
             raise VerifyException(f"'tp.link' {self.halt} is negative: halts count from 0")
         if self.halt == 0 and self.sent:
             raise VerifyException("'tp.link' 0 is the start: it receives, it cannot send")
+        parent = self.parent_op()
+        if isinstance(parent, FuncOp):
+            if CHIP_FUNCTION not in parent.attributes:
+                raise VerifyException(
+                    f"'tp.link' {self.halt} in @{parent.sym_name.data}, which is not a per-chip "
+                    f"function: a link halts a chip's program or a function marked "
+                    f"{CHIP_FUNCTION} that chip's program calls"
+                )
+            if self.halt == 0:
+                raise VerifyException(
+                    f"'tp.link' 0 in @{parent.sym_name.data}: a per-chip function's links "
+                    "count from 1 (only a program has a start)"
+                )
 
 
 @irdl_op_definition
@@ -224,10 +242,95 @@ class RelayOp(IRDLOperation):
         # The relay is the host's schedule and nothing else: a chip's work belongs in its
         # program, so anything but a step here would run nowhere.
         for op in self.body.block.ops:
+            if not isinstance(op, RunToOp | CopyOp | RelayRepeatOp):
+                raise VerifyException(
+                    "'tp.relay' holds only 'tp.run_to', 'tp.copy' and 'tp.relay_repeat' steps, "
+                    f"not '{op.name}'"
+                )
+
+
+@irdl_op_definition
+class RelayRepeatOp(IRDLOperation):
+    """Steps the relay runs ``count`` times over: its body is the first time, as written;
+    time i (from 0) is every step with its round plus ``i * rounds``, its halt plus ``i *
+    strides[chip]``, and a buffer name starting with call tag ``tags[j]`` (the longest that
+    fits) renamed to start with ``tags[j + i]`` (a name starting with no tag is the same each
+    time). This is how the relay of a program calling one per-chip layer function per layer
+    stays one layer long: the layer's rounds, written once."""
+
+    name = "tp.relay_repeat"
+
+    count = prop_def(IntegerAttr[I64])
+    rounds = prop_def(IntegerAttr[I64])
+    strides = prop_def(DenseArrayBase)
+    tags = prop_def(ArrayAttr[StringAttr])
+    body = region_def("single_block")
+
+    traits = traits_def(NoTerminator(), HasParent(RelayOp))
+
+    assembly_format = (
+        "$count `times` `every` $rounds `rounds` `strides` qualified($strides) `tags` $tags "
+        "attr-dict-with-keyword $body"
+    )
+
+    def __init__(
+        self,
+        count: int,
+        rounds: int,
+        strides: Sequence[int],
+        tags: Sequence[str],
+        steps: Sequence[IRDLOperation],
+    ):
+        super().__init__(
+            regions=[Region(Block(steps))],
+            properties={
+                "count": IntegerAttr(count, i64),
+                "rounds": IntegerAttr(rounds, i64),
+                "strides": DenseArrayBase.from_list(i64, list(strides)),
+                "tags": ArrayAttr(StringAttr(t) for t in tags),
+            },
+        )
+
+    @property
+    def tag_list(self) -> list[str]:
+        return [t.data for t in self.tags.data]
+
+    @property
+    def stride_list(self) -> list[int]:
+        return [int(x) for x in self.strides.get_values()]
+
+    def verify_(self) -> None:
+        count, rounds = self.count.value.data, self.rounds.value.data
+        if count < 1 or rounds < 1:
+            raise VerifyException(
+                f"'tp.relay_repeat' {count} times every {rounds} rounds: both must be at least 1"
+            )
+        if len(set(self.tag_list)) != len(self.tag_list):
+            raise VerifyException("'tp.relay_repeat' lists a call tag twice")
+        if count > len(self.tag_list):
+            # Each time is one call's: the unrolled relay is never longer than its text.
+            raise VerifyException(
+                f"'tp.relay_repeat' {count} times lists {len(self.tag_list)} call tags: it "
+                "runs at most once per tag"
+            )
+        n = len(self.stride_list)
+        for op in self.body.block.ops:
             if not isinstance(op, RunToOp | CopyOp):
                 raise VerifyException(
-                    f"'tp.relay' holds only 'tp.run_to' and 'tp.copy' steps, not '{op.name}'"
+                    f"'tp.relay_repeat' holds only 'tp.run_to' and 'tp.copy' steps, not '{op.name}'"
                 )
+            if isinstance(op, RunToOp) and not 0 <= op.chip.value.data < n:
+                raise VerifyException(
+                    f"'tp.relay_repeat' runs chip {op.chip.value.data} but gives strides for "
+                    f"{n} chips"
+                )
+            if isinstance(op, CopyOp):
+                j = tag_index(op.tensor.data, self.tag_list)
+                if j is not None and j + count > len(self.tag_list):
+                    raise VerifyException(
+                        f"'tp.relay_repeat' copies \"{op.tensor.data}\" of call tag "
+                        f"{self.tag_list[j]!r} {count} times, past its last tag"
+                    )
 
 
 @irdl_op_definition
@@ -240,7 +343,7 @@ class RunToOp(IRDLOperation):
     chip = prop_def(IntegerAttr[I64])
     halt = prop_def(IntegerAttr[I64])
 
-    traits = traits_def(HasParent(RelayOp))
+    traits = traits_def(HasParent(RelayOp, RelayRepeatOp))
 
     assembly_format = "`round` $round `chip` $chip `halt` $halt attr-dict"
 
@@ -277,7 +380,7 @@ class CopyOp(IRDLOperation):
     source = prop_def(IntegerAttr[I64])
     dest = prop_def(IntegerAttr[I64])
 
-    traits = traits_def(HasParent(RelayOp))
+    traits = traits_def(HasParent(RelayOp, RelayRepeatOp))
 
     assembly_format = "`round` $round $tensor `from` $source `to` $dest attr-dict"
 
@@ -299,6 +402,27 @@ class CopyOp(IRDLOperation):
         _check_chip(self, dst, f'destination of "{name}"')
         if src == dst:
             raise VerifyException(f"'tp.copy' of \"{name}\" goes from chip {src} to itself")
+
+
+def chip_group(func: FuncOp) -> str | None:
+    """The function a per-chip function is a chip's part of (``@layer.chip1`` -> ``layer``):
+    the per-chip functions of one group pass buffers to each other by name. None for any
+    other function."""
+    attr = func.attributes.get(CHIP_FUNCTION)
+    if not isinstance(attr, IntegerAttr):
+        return None
+    name = func.sym_name.data
+    suffix = f".chip{attr.value.data}"
+    return name[: -len(suffix)] if name.endswith(suffix) else name
+
+
+def tag_index(name: str, tags: Sequence[str]) -> int | None:
+    """The index of the longest call tag ``name`` starts with, if any."""
+    best: int | None = None
+    for j, tag in enumerate(tags):
+        if tag and name.startswith(tag) and (best is None or len(tag) > len(tags[best])):
+            best = j
+    return best
 
 
 def _check_round(op: RunToOp | CopyOp, r: int) -> None:

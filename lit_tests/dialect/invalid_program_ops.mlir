@@ -1,5 +1,5 @@
 // Every verifier message of the per-chip program ops: tp.chip_program, tp.finish, tp.link,
-// tp.relay, tp.run_to and tp.copy.
+// tp.relay, tp.relay_repeat, tp.run_to and tp.copy.
 // RUN: tp-opt %s --split-input-file --verify-diagnostics | filecheck %s
 
 builtin.module attributes {tp.chips = 2 : i64} {
@@ -248,7 +248,7 @@ builtin.module attributes {tp.chips = 2 : i64} {
 // -----
 builtin.module attributes {tp.chips = 2 : i64} {
   func.func @f(%x: tensor<4xf32>) {
-// CHECK-LABEL: error: 'tp.relay' holds only 'tp.run_to' and 'tp.copy' steps, not 'arith.addf'
+// CHECK-LABEL: error: 'tp.relay' holds only 'tp.run_to', 'tp.copy' and 'tp.relay_repeat' steps, not 'arith.addf'
 // CHECK-NEXT: tp.relay {
     tp.relay {
       %y = arith.addf %x, %x : tensor<4xf32>
@@ -271,4 +271,118 @@ builtin.module attributes {tp.chips = 2 : i64} {
 // CHECK-LABEL: error: 'tp.finish' expects parent op 'tp.chip_program'
 // CHECK-NEXT: tp.finish
   tp.finish
+}
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @f() {
+    tp.relay {
+// CHECK-LABEL: error: 'tp.relay_repeat' 3 times lists 2 call tags: it runs at most once per tag
+// CHECK-NEXT: tp.relay_repeat 3 times
+      tp.relay_repeat 3 times every 1 rounds strides array<i64: 1, 1> tags ["l0_", "l1_"] {
+        tp.run_to round 0 chip 0 halt 1
+      }
+    }
+    func.return
+  }
+}
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @f() {
+    tp.relay {
+// CHECK-LABEL: error: 'tp.relay_repeat' 2 times every 0 rounds: both must be at least 1
+// CHECK-NEXT: tp.relay_repeat 2 times
+      tp.relay_repeat 2 times every 0 rounds strides array<i64: 1, 1> tags ["l0_", "l1_"] {
+        tp.run_to round 0 chip 0 halt 1
+      }
+    }
+    func.return
+  }
+}
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @f() {
+    tp.relay {
+// CHECK-LABEL: error: 'tp.relay_repeat' lists a call tag twice
+// CHECK-NEXT: tp.relay_repeat 2 times
+      tp.relay_repeat 2 times every 1 rounds strides array<i64: 1, 1> tags ["l0_", "l0_"] {
+        tp.run_to round 0 chip 0 halt 1
+      }
+    }
+    func.return
+  }
+}
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @f() {
+    tp.relay {
+// CHECK-LABEL: error: 'tp.relay_repeat' runs chip 1 but gives strides for 1 chips
+// CHECK-NEXT: tp.relay_repeat 2 times
+      tp.relay_repeat 2 times every 1 rounds strides array<i64: 1> tags ["l0_", "l1_"] {
+        tp.run_to round 0 chip 1 halt 1
+      }
+    }
+    func.return
+  }
+}
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @f() {
+    tp.relay {
+// CHECK-LABEL: error: 'tp.relay_repeat' copies "l1_x" of call tag 'l1_' 2 times, past its last tag
+// CHECK-NEXT: tp.relay_repeat 2 times
+      tp.relay_repeat 2 times every 1 rounds strides array<i64: 1, 1> tags ["l0_", "l1_"] {
+        tp.copy round 0 "l1_x" from 0 to 1
+      }
+    }
+    func.return
+  }
+}
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @f() {
+    tp.relay {
+      tp.relay_repeat 2 times every 1 rounds strides array<i64: 1, 1> tags ["l0_", "l1_"] {
+// CHECK-LABEL: error: 'tp.relay_repeat' holds only 'tp.run_to' and 'tp.copy' steps, not 'tp.relay_repeat'
+        tp.relay_repeat 1 times every 1 rounds strides array<i64: 1, 1> tags ["l0_"] {
+          tp.run_to round 0 chip 0 halt 1
+        }
+      }
+    }
+    func.return
+  }
+}
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+// CHECK-LABEL: error: 'tp.link' 1 in @g, which is not a per-chip function: a link halts a chip's program or a function marked tp.chip that chip's program calls
+  func.func private @g() {
+    tp.link 1 sends() as [] receives [] : () -> ()
+    func.return
+  }
+}
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+// CHECK-LABEL: error: 'tp.link' 0 in @g: a per-chip function's links count from 1 (only a program has a start)
+  func.func private @g() attributes {tp.chip = 0 : i64} {
+    tp.link 0 sends() as [] receives [] : () -> ()
+    func.return
+  }
+}
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+// CHECK-LABEL: error: 'tp.relay_repeat' expects parent op 'tp.relay'
+  func.func @f() {
+    tp.relay_repeat 1 times every 1 rounds strides array<i64: 1, 1> tags ["l0_"] {
+      tp.run_to round 0 chip 0 halt 1
+    }
+    func.return
+  }
 }

@@ -1,26 +1,32 @@
-// tp-link-points on an outlined program (@decode calling @layer once a layer): per-chip
-// programs are flat for now. The lowered calls are inlined first, each copy in its call's
-// place, so every chip's program runs layer 0's sections then layer 1's, with a link point
-// at each layer's all-reduce; the private callee is gone.
+// tp-link-points on an outlined program (@decode calling @layer once a layer): @layer is split
+// once into one per-chip function per chip (tp.chip = c), chip c's sections with its own link
+// points numbered from 1, and each chip's program calls its function once a layer, tagged so
+// that every call's buffers are its own; the host stores the callee's host stores per call.
 // RUN: tp-opt %s --tp-relocate --tp-transfers --tp-phase --tp-link-points | filecheck %s
 
-// CHECK-NOT:  func.func private @layer
-// CHECK-LABEL: func.func @decode(
-// CHECK:      tp.chip_program on 0
-// CHECK:      %x2 = tp.section "x2" on [0]
+// CHECK-NOT:  func.func private @layer(
+// CHECK-LABEL: func.func private @layer.chip0(
+// CHECK-SAME:   %x: tensor<1x4xf32>, %w: tensor<2x4xf32>, %cache: tensor<2x4xf32>, %pos: index
+// CHECK-SAME:   attributes {tp.chip = 0 : i64}
 // CHECK:      %w0 = tp.section "w0" on [0] {
-// CHECK-NEXT:   tp.shard %w.0_1 at #tp.slice<axis = 0, ranges = [(0, 1)], full = [2, 4]>
+// CHECK-NEXT:   tp.shard %w at #tp.slice<axis = 0, ranges = [(0, 1)], full = [2, 4]>
 // CHECK:      %h1 = tp.link 1 sends() as [] receives ["h1"]
 // CHECK:      tp.allreduce %h0, %h1 algorithm "fold"
 // CHECK:      tp.link 2 sends(%s) as ["s"] receives []
-// CHECK:      tensor.insert_slice %y0 into %cache.0_1
-// CHECK:      tp.shard %w.1_1 at #tp.slice<axis = 0, ranges = [(0, 1)], full = [2, 4]>
-// CHECK:      tp.link 3 sends() as [] receives ["h1.1"]
-// CHECK:      tp.link 4 sends(%s_1) as ["s.1"] receives []
-// CHECK:      tensor.insert_slice %y1 into %cache.1_1
+// CHECK:      tensor.insert_slice %y into %cache
+// CHECK:      func.return %y, %c
+// CHECK-LABEL: func.func private @layer.chip1(
+// CHECK-SAME:   attributes {tp.chip = 1 : i64}
+// CHECK:      %s = tp.link 1 sends(%h1) as ["h1"] receives ["s"]
+// CHECK-LABEL: func.func @decode(
+// CHECK:      tp.chip_program on 0
+// CHECK:      %x2 = tp.section "x2" on [0]
+// CHECK:      func.call @layer.chip0(%x2, %w.0_1, %cache.0_1, %pos_1) {tp.tag = "call0_"}
+// CHECK-NEXT: func.call @layer.chip0(%y, %w.1_1, %cache.1_1, %pos_1) {tp.tag = "call1_"}
 // CHECK:      tp.finish
 // CHECK:      tp.chip_program on 1
-// CHECK-NOT:  func.call
+// CHECK:      func.call @layer.chip1({{.*}}) {tp.tag = "call0_"}
+// CHECK-NEXT: func.call @layer.chip1({{.*}}) {tp.tag = "call1_"}
 builtin.module attributes {tp.chips = 2 : i64} {
   func.func private @layer(%x: tensor<1x4xf32>, %w: tensor<2x4xf32>, %cache: tensor<2x4xf32>, %pos: index) -> (tensor<1x4xf32>, tensor<2x4xf32>) {
     %e0 = tensor.empty() : tensor<1x4xf32, #tp.chip<0>>

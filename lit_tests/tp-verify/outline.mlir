@@ -1,7 +1,8 @@
 // tp-verify on an outlined program (@decode calling @layer once a layer): the certificate
 // covers the callee and its callers — the callee is followed once per distinct placement of
 // its arguments, at every stage: source, sectioned, phased (tp-transfers and tp-phase keep
-// the certificate), per-chip programs (the calls inlined). A call to a function placing its
+// the certificate), per-chip programs (each chip's program calling its own part of @layer,
+// checked as the flat programs the calls stand for). A call to a function placing its
 // own work is a statement of a function (sections never nest); it hands a scalar only to
 // chips that computed it, and a scalar it returns is held where its callee left it. Each
 // refused case has a sound twin beside it, certified.
@@ -24,15 +25,18 @@
 // PHASED:      func.call @layer(%x2, %w.0, %cache.0, %pos) {tp.phase = 2 : i64}
 // PHASED-NEXT: tp.barrier phase 2
 // PHASED-NEXT: func.call @layer(%y0, %w.1, %cache.1, %pos) {tp.phase = 3 : i64}
-// ...and as per-chip programs (flat for now: each program runs both layers).
+// ...and as per-chip programs: one function per chip, called once a layer, its links inside.
 // PROGRAMS-LABEL: builtin.module attributes {tp.chips = 2 : i64, tp.certificate = {checked = "shard-obligation"
-// PROGRAMS-NOT: @layer
-// PROGRAMS:     tp.chip_program on 0
+// PROGRAMS-NOT: @layer(
+// PROGRAMS:     func.func private @layer.chip0(
 // PROGRAMS:     tp.link 1 sends() as [] receives ["h1"]
-// PROGRAMS:     tp.link 3 sends() as [] receives ["h1.1"]
+// PROGRAMS:     func.func private @layer.chip1(
+// PROGRAMS:     tp.chip_program on 0
+// PROGRAMS:     func.call @layer.chip0({{.*}}) {tp.tag = "call0_"}
+// PROGRAMS-NEXT: func.call @layer.chip0({{.*}}) {tp.tag = "call1_"}
 // PROGRAMS:     tp.chip_program on 1
-// PROGRAMS-NOT: func.call
 // PROGRAMS:     tp.relay
+// PROGRAMS:     tp.relay_repeat 2 times
 builtin.module attributes {tp.chips = 2 : i64} {
   func.func private @layer(%x: tensor<1x4xf32>, %w: tensor<2x4xf32>, %cache: tensor<2x4xf32>, %pos: index) -> (tensor<1x4xf32>, tensor<2x4xf32>) {
     %e0 = tensor.empty() : tensor<1x4xf32, #tp.chip<0>>

@@ -25,7 +25,10 @@ makes of the module (tp-link-points inlines the same calls):
 
 Invariant: every figure read through a `Runs` equals the figure read from the flat program
 (the same statements in the same order, storages equal exactly when the flat program's are,
-the same labels); a program with no lowered call is its own single root frame. What depends
+the same labels); a program with no lowered call is its own single root frame. Per-chip
+programs calling per-chip functions (tp-link-points on an outlined program) open a frame for
+each such call too, inside the root frame: the flat per-chip programs' values, names and
+buffers. What depends
 only on a function's IR (its statements, its phase groups) is computed once per function, not
 once per call; the model's own per-statement caches (costs, touches, memory events) are keyed
 by the callee's op for the same reason.
@@ -42,10 +45,12 @@ from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
 from tp_dialect.analysis.calls import ChipWork
+from tp_dialect.analysis.chip_calls import chip_function, tag_of
 from tp_dialect.analysis.touch import SectionTouch, is_constant, statements, storage
 from tp_dialect.analysis.values import origin
 from tp_dialect.names import call_tag, in_layer, value_name
 from tp_dialect.ops import SectionOp, ShardOp, TransferOp
+from tp_dialect.program_ops import ChipProgramOp
 
 PHASE_ATTR = "tp.phase"
 
@@ -136,6 +141,18 @@ class Runs:
             child = Frame(f, op, frame, call_tag(op))
             frame.children[op] = child
             self._unfold(child, (*path, f))
+        if frame is self.root:
+            # Per-chip programs' calls to per-chip functions: each a run of its own, one
+            # level deep (`tp_dialect.analysis.chip_calls`), tagged by the call's ``tp.tag``.
+            for program in self.statements(frame.func):
+                if not isinstance(program, ChipProgramOp):
+                    continue
+                for op in program.body.block.ops:
+                    if (f := chip_function(op)) is not None:
+                        assert isinstance(op, CallOp)
+                        child = Frame(f, op, frame, tag_of(op) or None)
+                        frame.children[op] = child
+                        self.frames.append(child)
 
     def lowered(self, op: Operation) -> bool:
         """Whether ``op`` is a lowered call (its callee runs in a frame of its own)."""

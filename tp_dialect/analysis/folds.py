@@ -32,7 +32,7 @@ from tp_dialect.attrs import chip_of
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.names import value_name
 from tp_dialect.ops import SectionOp, TransferOp, YieldOp
-from tp_dialect.program_ops import LinkOp
+from tp_dialect.program_ops import LinkOp, chip_group
 from tp_dialect.reject import TpReject
 
 
@@ -158,13 +158,13 @@ class _Links:
     """The buffers a function's chip programs pass by name: the values sent under each name
     and the values received under it (names are a function's own)."""
 
-    sent: dict[tuple[Operation | None, str], list[SSAValue]]
-    received: dict[tuple[Operation | None, str], list[SSAValue]]
+    sent: dict[tuple[object, str], list[SSAValue]]
+    received: dict[tuple[object, str], list[SSAValue]]
 
     @staticmethod
     def under(root: Operation) -> _Links:
-        sent: dict[tuple[Operation | None, str], list[SSAValue]] = {}
-        received: dict[tuple[Operation | None, str], list[SSAValue]] = {}
+        sent: dict[tuple[object, str], list[SSAValue]] = {}
+        received: dict[tuple[object, str], list[SSAValue]] = {}
         for op in root.walk():
             if isinstance(op, LinkOp):
                 scope = _function_of(op)
@@ -175,10 +175,14 @@ class _Links:
         return _Links(sent, received)
 
 
-def _function_of(op: Operation) -> Operation | None:
+def _function_of(op: Operation) -> object:
+    """The scope ``op``'s buffer names belong to: its function, or for a per-chip function
+    its group (`chip_group`: chip 1's ``@layer.chip1`` receives what ``@layer.chip0`` sends)."""
     parent = op.parent_op()
     while parent is not None and not isinstance(parent, FuncOp):
         parent = parent.parent_op()
+    if isinstance(parent, FuncOp) and (group := chip_group(parent)) is not None:
+        return group
     return parent
 
 

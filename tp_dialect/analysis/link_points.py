@@ -7,19 +7,27 @@ spelled it as sections and transfers). For each tensor that crosses (`transfers`
 halts after the section that stores it and its receiver before the first section that loads
 it — except before the first section: that receive is the host's to place before the chip
 starts (halt 0). Halts at one boundary are one LinkPoint; they come in program order.
+
+In an outlined program a lowered call (`tp_dialect.analysis.calls`) is a step of every chip's
+program (each calls its own part of the callee, a per-chip function): it reads each operand
+on the chips its callee reads the argument on and leaves its results where its summary says
+(`CallSummary`), so what crosses for it crosses in the caller, before the call. A callee's
+own plan (``start=False``) has no start halt: what its first section receives is its link 1.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import TensorType
-from xdsl.dialects.func import FuncOp
+from xdsl.dialects.func import CallOp, FuncOp
 from xdsl.ir import Operation, SSAValue
 
+from tp_dialect.analysis.call_summary import CallSummary, known_callee
 from tp_dialect.analysis.cost import split_axis
 from tp_dialect.analysis.touch import collective, reads_where, statements
-from tp_dialect.analysis.transfers import transfers
+from tp_dialect.analysis.transfers import call_reads, transfers
 from tp_dialect.names import value_name
 from tp_dialect.ops import AllReduceOp, SectionOp, TransferOp, UnshardOp
 from tp_dialect.reject import TpReject
@@ -38,15 +46,19 @@ class LinkPoint:
 
 @dataclass
 class ChipPlan:
-    """Chip ``chip``'s program: its sections in order and its link points in order."""
+    """Chip ``chip``'s program: its sections (and lowered calls) in order and its link points
+    in order."""
 
     chip: int
-    sections: list[SectionOp]
+    sections: list[SectionOp | CallOp]
     links: list[LinkPoint]
 
 
-def runs_on(section: SectionOp) -> tuple[int, ...]:
-    """The chips whose own programs hold ``section`` (none: the host runs it)."""
+def runs_on(section: SectionOp | CallOp, n_chips: int = 0) -> tuple[int, ...]:
+    """The chips whose own programs hold ``section`` (none: the host runs it); a lowered
+    call runs on every one of the ``n_chips`` (each calls its own part of the callee)."""
+    if isinstance(section, CallOp):
+        return tuple(range(n_chips))
     coll = collective(section)
     if isinstance(coll, UnshardOp):
         return ()
@@ -91,30 +103,37 @@ def buffer_names(values: list[SSAValue]) -> dict[SSAValue, str]:
     return names
 
 
-def link_points(func: FuncOp, n_chips: int) -> dict[int, ChipPlan]:
-    """Each chip's program plan for the sectioned ``func``, chips 0..N-1; a located
-    refusal when a statement is not a section (``not-sectioned``) or a chip's section reads
-    a host output (``host-store-used``: the host stores it after every chip has finished).
-    Linear in the sections' chips: each section is visited once, on each chip it runs on."""
+def link_points(
+    func: FuncOp,
+    n_chips: int,
+    calls: Mapping[FuncOp, CallSummary] | None = None,
+    start: bool = True,
+) -> dict[int, ChipPlan]:
+    """Each chip's program plan for the sectioned ``func``, chips 0..N-1 (its lowered calls'
+    callees summarized by ``calls``; without ``start``, as a per-chip function: no halt 0);
+    a located refusal when a statement is not a section (``not-sectioned``) or a chip's
+    section reads a host output (``host-store-used``: the host stores it after every chip
+    has finished). Linear in the sections' chips: each is visited once, on each chip it
+    runs on."""
     stmts = statements(func)
     # (value, from, to, the op asking for it: a transfer, or the section reading it)
     crossing: list[tuple[SSAValue, int, int, Operation]] = []
-    sections: list[SectionOp] = []
+    sections: list[SectionOp | CallOp] = []
     for op in stmts:
         if isinstance(op, TransferOp):
             crossing.append((op.input, op.src, op.dst, op))
-        elif isinstance(op, SectionOp):
-            sections.append(op)
+        elif isinstance(op, SectionOp) or known_callee(op, calls or {}) is not None:
+            sections.append(op)  # type: ignore[arg-type]
         else:
             raise TpReject.NOT_SECTIONED.at(
                 op, f"'{op.name}' is not in a tp.section: run tp-relocate before tp-link-points"
             )
-    crossing += [(t.value, t.src, t.dst, t.reader) for t in transfers(func, n_chips)]
+    crossing += [(t.value, t.src, t.dst, t.reader) for t in transfers(func, n_chips, calls)]
     plans = {c: ChipPlan(c, [], []) for c in range(n_chips)}
     position: dict[int, dict[SectionOp, int]] = {c: {} for c in plans}
     hosted: set[SSAValue] = set()  # what the host's own statements store
     for s in sections:
-        chips = runs_on(s)
+        chips = runs_on(s, n_chips)
         if not chips:
             hosted.update(s.outs)
         for c in chips:
@@ -123,7 +142,11 @@ def link_points(func: FuncOp, n_chips: int) -> dict[int, ChipPlan]:
     names = buffer_names([v for v, _, _, _ in crossing])
     first_read: dict[int, dict[SSAValue, int]] = {c: {} for c in plans}
     for section in sections:  # in program order: the first read on a chip is met first
-        for value, chip in reads_where(section, n_chips):
+        summary = known_callee(section, calls or {})
+        reads = (
+            call_reads(section, summary) if summary is not None else reads_where(section, n_chips)  # type: ignore[arg-type]
+        )
+        for value, chip in reads:
             if value in hosted:
                 reader = _reader_in(section, value)
                 raise TpReject.HOST_STORE_USED.at(
@@ -138,7 +161,7 @@ def link_points(func: FuncOp, n_chips: int) -> dict[int, ChipPlan]:
     receives: dict[tuple[int, int], list[tuple[SSAValue, str]]] = {}
     for value, src, dst, asker in crossing:
         writer = value.owner
-        if not isinstance(writer, SectionOp) or writer not in position[src]:
+        if not isinstance(writer, SectionOp | CallOp) or writer not in position[src]:
             raise TpReject.NOT_SECTIONED.at(
                 asker,
                 f"chip {src} would send %{names[value]} to chip {dst}, but no section of "
@@ -154,17 +177,20 @@ def link_points(func: FuncOp, n_chips: int) -> dict[int, ChipPlan]:
         bounds = sorted({b for (chip, b) in (*sends, *receives) if chip == c})
         halt = 1
         for b in bounds:
+            at_start = b == 0 and start
             point = LinkPoint(
-                c, 0 if b == 0 else halt, b, sends.get((c, b), []), receives.get((c, b), [])
+                c, 0 if at_start else halt, b, sends.get((c, b), []), receives.get((c, b), [])
             )
             plan.links.append(point)
-            halt += b != 0
+            halt += not at_start
     return plans
 
 
-def _reader_in(section: SectionOp, value: SSAValue) -> Operation:
+def _reader_in(section: SectionOp | CallOp, value: SSAValue) -> Operation:
     """The first op inside ``section`` that reads ``value`` (``section`` itself if none:
     where a diagnostic about the read points)."""
+    if isinstance(section, CallOp):
+        return section
     for op in section.body.walk():
         if value in op.operands:
             return op

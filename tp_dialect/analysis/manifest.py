@@ -175,7 +175,7 @@ def read_manifest(module: ModuleOp) -> Manifest:
     for fold in (fold for f in functions for fold in find_folds(f)):
         if fold.is_allreduce(manifest.chips):
             found.append(Collective(fold.result, fold.partials, (fold.ops,)))
-    manifest.collectives = _one_per_sum(found, sent_values(func))
+    manifest.collectives = one_per_sum(found, sent_values(func))
     # Argument order, then chip order: the phase order and per-chip programs reorder the
     # shards, and the loading map should not depend on the stage it was read at.
     position = {p.name: i for i, p in enumerate(ins)}
@@ -197,7 +197,7 @@ def read_manifest(module: ModuleOp) -> Manifest:
     return manifest
 
 
-def _one_per_sum(found: list[Collective], sends: dict[str, SSAValue]) -> list[Collective]:
+def one_per_sum(found: list[Collective], sends: dict[str, SSAValue]) -> list[Collective]:
     """``found`` with the copies of one sum merged into one collective, in order of first
     copy. Copies are the same sum when they add the same partials: per-chip programs each
     fold the partials they received, which their links trace back to the same sent values."""

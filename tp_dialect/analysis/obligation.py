@@ -46,6 +46,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from tp_dialect.analysis.call_summary import Summaries
 from tp_dialect.analysis.calls import ChipWork
+from tp_dialect.analysis.chip_calls import flat_copy, has_chip_calls
 from tp_dialect.analysis.coverage import ModuleIndex, check_coverage
 from tp_dialect.analysis.programs import check_programs
 from tp_dialect.analysis.provenance import Provenance, Solver, join
@@ -78,6 +79,18 @@ def check_obligation(module: ModuleOp) -> Provenance:
         check_dominance(module)
     except VerifyException as err:
         raise TpDiagnostic(getattr(err, "op", None), str(err)) from None
+    if has_chip_calls(module):
+        # Per-chip programs calling per-chip functions mean their bodies in place of the
+        # calls: the flat programs are what is checked, every call's copy of the function
+        # included, so the certificate covers the functions in every call; a violation is
+        # named at the op of the module it was copied from.
+        flat, origin = flat_copy(module)
+        try:
+            return check_obligation(flat)
+        except TpDiagnostic as err:
+            if err.op is None:
+                raise
+            raise TpDiagnostic(origin.get(err.op, err.op), err.message) from None
     for op in module.walk():
         if (
             isinstance(op, func.FuncOp)

@@ -15,24 +15,25 @@ chip and by buffer name: linear in the size of the function.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute
 
-from tp_dialect.analysis.relay import Deadlock, Halt, RelayStep, relay_schedule
+from tp_dialect.analysis.chip_calls import ProgramLink, program_links, relay_steps_of, tag_of
+from tp_dialect.analysis.relay import Copy, Deadlock, Halt, RelayStep, relay_schedule
 from tp_dialect.ops import BarrierOp, SectionOp, TransferOp
-from tp_dialect.program_ops import ChipProgramOp, CopyOp, LinkOp, RelayOp, RunToOp
+from tp_dialect.program_ops import ChipProgramOp, RelayOp
 from tp_dialect.reject import TpReject
 
 
 @dataclass(frozen=True)
 class Sent:
-    """Where a buffer name is sent: the chip, the link op and the type it is sent as."""
+    """Where a buffer name is sent: the chip, the link (as the program runs it) and the type
+    it is sent as."""
 
     chip: int
-    link: LinkOp
+    link: ProgramLink
     type: Attribute
 
 
@@ -46,9 +47,9 @@ class ProgramIndex:
     """The names each chip's program receives."""
 
 
-def _links(program: ChipProgramOp) -> Iterator[LinkOp]:
-    # LinkOp's HasParent trait keeps every link a top-level op of its program.
-    return (op for op in program.body.block.ops if isinstance(op, LinkOp))
+def _links(program: ChipProgramOp) -> list[ProgramLink]:
+    # A program's own links and those of the per-chip functions it calls, as it runs them.
+    return program_links(program)
 
 
 def index_programs(func: FuncOp) -> ProgramIndex:
@@ -76,11 +77,11 @@ def index_programs(func: FuncOp) -> ProgramIndex:
         index.programs[chip] = op
         index.received[chip] = set()
         for link in _links(op):
-            for name, value in zip(link.sends, link.sent, strict=True):
+            for name, value in zip(link.sends, link.op.sent, strict=True):
                 if (first := index.sent.get(name)) is not None:
                     raise TpReject.DUPLICATE_SEND.at(
-                        link,
-                        f"'tp.link' {link.halt} on chip {chip} sends \"{name}\" "
+                        link.op,
+                        f'{_link(link, chip)} sends "{name}" '
                         f"({value.type}), but chip {first.chip} already sends it at link "
                         f"{first.link.halt} ({first.type}): a buffer name is sent once",
                     )
@@ -88,31 +89,42 @@ def index_programs(func: FuncOp) -> ProgramIndex:
     # Receives are checked once every send is known: a receiver may come before its sender.
     for chip, program in index.programs.items():
         for link in _links(program):
-            for name, result in zip(link.receives, link.received, strict=True):
+            for name, result in zip(link.receives, link.op.received, strict=True):
                 _check_receive(index, chip, link, name, result.type)
                 index.received[chip].add(name)
     return index
 
 
+def _link(link: ProgramLink, chip: int) -> str:
+    """A link as diagnostics name it: a program's by its halt, a per-chip function's by its
+    own number, the call running it and the halt that makes it on the chip."""
+    if link.call is None:
+        return f"'tp.link' {link.halt} on chip {chip}"
+    callee = link.call.callee.string_value()
+    tag = tag_of(link.call)
+    call = f"the call tagged {tag!r}" if tag else "an untagged call"
+    return f"'tp.link' {link.op.halt} of @{callee} ({call}: chip {chip}'s halt {link.halt})"
+
+
 def _check_receive(
-    index: ProgramIndex, chip: int, link: LinkOp, name: str, type_: Attribute
+    index: ProgramIndex, chip: int, link: ProgramLink, name: str, type_: Attribute
 ) -> None:
-    where = f"'tp.link' {link.halt} on chip {chip} receives \"{name}\""
+    where = f'{_link(link, chip)} receives "{name}"'
     sent = index.sent.get(name)
     if sent is None:
         raise TpReject.DEADLOCK.at(
-            link,
+            link.op,
             f"{where} ({type_}), but no chip sends it: the relay would wait for it forever",
         )
     if sent.chip == chip:
         raise TpReject.SELF_COPY.at(
-            link,
+            link.op,
             f"{where} ({type_}), which chip {chip} sends itself at link {sent.link.halt}: "
             "a chip cannot receive its own buffer",
         )
     if sent.type != type_:
         raise TpReject.LINK_TYPE.at(
-            link,
+            link.op,
             f"{where} as {type_}, but chip {sent.chip} sends it as {sent.type} "
             f"(at link {sent.link.halt})",
         )
@@ -171,10 +183,10 @@ def check_relay(relay: RelayOp, index: ProgramIndex) -> None:
     available: set[str] = set()  # names some chip has reached the halt that sends them
     inbox: dict[int, set[str]] = {chip: set() for chip in halts}
     misfit = "the relay does not fit the programs"
-    for step in relay.body.block.ops:
-        if isinstance(step, CopyOp):
-            name, src, dst = step.tensor.data, step.source.value.data, step.dest.value.data
-            where = f"'tp.copy' round {step.round.value.data} of \"{name}\""
+    for s, step in relay_steps_of(relay):
+        if isinstance(s, Copy):
+            name, src, dst = s.tensor, s.src, s.dst
+            where = f"'tp.copy' round {s.round} of \"{name}\""
             if src == dst:
                 raise TpReject.SELF_COPY.at(step, f"{where} goes from chip {src} to itself")
             sent = index.sent.get(name)
@@ -203,9 +215,9 @@ def check_relay(relay: RelayOp, index: ProgramIndex) -> None:
                     f"{misfit}",
                 )
             inbox[dst].add(name)
-        elif isinstance(step, RunToOp):
-            chip, halt = step.chip.value.data, step.halt.value.data
-            where = f"'tp.run_to' round {step.round.value.data} runs chip {chip}"
+        else:
+            chip, halt = s.chip, s.halt
+            where = f"'tp.run_to' round {s.round} runs chip {chip}"
             if chip not in halts:
                 raise TpReject.DEADLOCK.at(step, f"{where}, which has no program: {misfit}")
             hs, p = halts[chip], pos[chip]

@@ -10,8 +10,11 @@ stands and what it waits for. One pass over the halts: each round moves at least
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from tp_dialect.program_ops import tag_index
 
 
 @dataclass(frozen=True)
@@ -103,3 +106,93 @@ def _standing(hs: Sequence[Halt], p: int, sent: set[str], sender: Mapping[str, i
 def rounds(steps: Sequence[RelayStep]) -> int:
     """How many rounds a schedule takes."""
     return max((s.round for s in steps), default=-1) + 1
+
+
+def shifted(
+    step: RelayStep, i: int, rounds: int, strides: Sequence[int], tags: Sequence[str]
+) -> RelayStep:
+    """``step`` as time ``i`` of a repeat runs it (`tp_dialect.program_ops.RelayRepeatOp`):
+    ``i * rounds`` rounds later, ``i * strides[chip]`` halts on, its buffer's call tag ``i``
+    tags on."""
+    if isinstance(step, RunTo):
+        stride = strides[step.chip] if step.chip < len(strides) else 0
+        return RunTo(step.round + i * rounds, step.chip, step.halt + i * stride)
+    name = step.tensor
+    j = tag_index(name, tags)
+    if j is not None and i:
+        name = tags[j + i] + name[len(tags[j]) :]
+    return Copy(step.round + i * rounds, name, step.src, step.dst)
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """Rounds ``first``..``first + rounds - 1`` of a schedule, run ``count`` times over
+    (`shifted` each time), with these per-chip halt ``strides``."""
+
+    first: int
+    rounds: int
+    count: int
+    strides: tuple[int, ...]
+
+
+def find_repeat(steps: Sequence[RelayStep], tags: Sequence[str], n_chips: int) -> Repeat | None:
+    """The longest run of rounds of ``steps`` that is one block of rounds repeated — time i
+    the first `shifted` by i — at least twice, trying a count of ``len(tags)`` calls down to
+    two fewer (a first or last call may differ: it stays outside); None if there is none.
+    Cheap: every candidate stops at its first mismatching step."""
+    by_round: dict[int, list[RelayStep]] = defaultdict(list)
+    for s in steps:
+        by_round[s.round].append(s)
+    total = rounds(steps)
+    for count in range(len(tags), max(len(tags) - 3, 1), -1):
+        for length in range(1, total // count + 1):
+            for first in range(0, total - count * length + 1):
+                strides = _strides(by_round, first, length, n_chips)
+                if strides is not None and _repeats(by_round, first, length, count, strides, tags):
+                    return Repeat(first, length, count, strides)
+    return None
+
+
+def _strides(
+    by_round: Mapping[int, list[RelayStep]], first: int, length: int, n_chips: int
+) -> tuple[int, ...] | None:
+    """Each chip's halt stride between time 0 and time 1 of a candidate block (0 for a chip
+    the block does not run), None when the two differ in shape."""
+    strides = [0] * n_chips
+    seen: set[int] = set()
+    for r in range(first, first + length):
+        a, b = by_round.get(r, []), by_round.get(r + length, [])
+        if len(a) != len(b):
+            return None
+        for x, y in zip(a, b, strict=True):
+            if isinstance(x, RunTo) and isinstance(y, RunTo) and x.chip == y.chip:
+                if x.chip not in seen and 0 <= x.chip < n_chips:
+                    seen.add(x.chip)
+                    strides[x.chip] = y.halt - x.halt
+    return tuple(strides)
+
+
+def _repeats(
+    by_round: Mapping[int, list[RelayStep]],
+    first: int,
+    length: int,
+    count: int,
+    strides: Sequence[int],
+    tags: Sequence[str],
+) -> bool:
+    body = [s for r in range(first, first + length) for s in by_round.get(r, [])]
+    if not body:
+        return False
+    for s in body:  # every time's tags must exist
+        if isinstance(s, Copy) and (j := tag_index(s.tensor, tags)) is not None:
+            if j + count > len(tags):
+                return False
+    for i in range(1, count):
+        got = [
+            s
+            for r in range(first + i * length, first + (i + 1) * length)
+            for s in by_round.get(r, [])
+        ]
+        if got != [shifted(s, i, length, strides, tags) for s in body]:
+            return False
+    return True

@@ -18,11 +18,18 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.ir import Operation
 
 from tp_dialect.analysis.call_runs import CallError, Frame, Runs
+from tp_dialect.analysis.chip_calls import (
+    expanded_label,
+    program_links,
+    program_ops,
+    relay_steps_of,
+)
+from tp_dialect.analysis.relay import Copy
 from tp_dialect.analysis.touch import statements
 from tp_dialect.linalg_kinds import nbytes
 from tp_dialect.names import layer_of, value_name
 from tp_dialect.ops import SectionOp, TransferOp
-from tp_dialect.program_ops import ChipProgramOp, CopyOp, LinkOp, RelayOp
+from tp_dialect.program_ops import ChipProgramOp, LinkOp, RelayOp
 from tp_dialect.signature import entry_function
 
 
@@ -53,21 +60,26 @@ def pipeline_stats(module: ModuleOp) -> list[LayerStats]:
     func = entry_function(module)
     for op in func.body.block.ops:
         if isinstance(op, ChipProgramOp):
-            for inner in op.body.block.ops:
+            # Through its calls to per-chip functions: each call's sections and links under
+            # its tag (``l_q`` in layer 3's call counts as ``l3_q``).
+            links = {(link.op, link.call): link for link in program_links(op)}
+            for inner, call in program_ops(op):
                 if isinstance(inner, SectionOp):
-                    row(inner.label.data if inner.label else "").sections += 1
+                    label = inner.label.data if inner.label else ""
+                    row(expanded_label(label, call)).sections += 1
                 elif isinstance(inner, LinkOp):
-                    names = inner.sends + inner.receives
+                    link = links[(inner, call)]
+                    names = link.sends + link.receives
                     row(names[0] if names else "").link_points += 1
                     # a transfer is counted once, where it is received
-                    for name, value in zip(inner.receives, inner.received, strict=True):
+                    for name, value in zip(link.receives, inner.received, strict=True):
                         r = row(name)
                         r.transfers += 1
                         r.bytes_moved += nbytes(value.type)
         elif isinstance(op, RelayOp):
-            for step in op.body.block.ops:
-                if isinstance(step, CopyOp):
-                    row(step.tensor.data).rounds.add(step.round.value.data)
+            for step, _ in relay_steps_of(op):
+                if isinstance(step, Copy):
+                    row(step.tensor).rounds.add(step.round)
     try:
         runs: Runs | None = Runs(func)
     except CallError:  # recursion (the passes refuse it): the entry's own statements

@@ -59,7 +59,7 @@ def transfers(
             raise TpReject.NOT_SECTIONED.at(
                 op, f"'{op.name}' is not in a tp.section: run tp-relocate before placing transfers"
             )
-        reads = reads_where(op, n_chips) if isinstance(op, SectionOp) else _call_reads(op, summary)
+        reads = reads_where(op, n_chips) if isinstance(op, SectionOp) else call_reads(op, summary)
         for value, chip in reads:
             held = holders.get(value)
             if held is None:
@@ -104,7 +104,7 @@ def transfers(
     return needed
 
 
-def _call_reads(op: Operation, summary: CallSummary | None) -> Iterator[tuple[SSAValue, int]]:
+def call_reads(op: Operation, summary: CallSummary | None) -> Iterator[tuple[SSAValue, int]]:
     """(operand, chip) for every operand of a lowered call and each chip its callee reads
     the argument on: what must be there before the call. Host values too (they cross
     nothing; the caller's loop skips them)."""

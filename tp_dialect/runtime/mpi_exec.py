@@ -41,10 +41,11 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.linalg.ops import GenericOp
 from xdsl.ir import Attribute, BlockArgument
 
+from tp_dialect.analysis.chip_calls import expanded_name, flat_copy, has_chip_calls, program_links
 from tp_dialect.analysis.programs import check_programs, index_programs
 from tp_dialect.analysis.relay import Copy
 from tp_dialect.dtypes import numpy_dtype
-from tp_dialect.program_ops import ChipProgramOp, LinkOp
+from tp_dialect.program_ops import ChipProgramOp
 from tp_dialect.runtime.checkpoint import TensorSource, place_weights
 from tp_dialect.runtime.reference import bind
 from tp_dialect.runtime.relay_exec import ChipRunner, host_results, relay_steps
@@ -246,6 +247,11 @@ def run_mpi(
     comm = mpi.COMM_WORLD if comm is None else comm
     rank = comm.Get_rank()
     chips = check_world(module, comm.Get_size(), relay)
+    if has_chip_calls(module):
+        # A rank loads only its own shards, by the tp.shard op that cuts each; a per-chip
+        # function's shard op cuts a new layer's weight at every call, so the rank runs the
+        # flat programs its calls stand for (the same ops in the same order: the same bits).
+        module, _ = flat_copy(module)
     func = entry_function(module)
     check_programs(func)
     index = index_programs(func)
@@ -329,8 +335,7 @@ def _run_chip(
 ) -> float:
     """Run ``runner`` to its end, trading buffers at each of its halts; its compute time."""
     chip = runner.chip
-    links = [op for op in program.body.block.ops if isinstance(op, LinkOp)]
-    later = [link.halt for link in links if link.halt != 0]
+    later = [link.halt for link in program_links(program) if link.halt != 0]
     receivers: dict[str, list[int]] = {}
     for c, names in index.received.items():
         for name in names:
@@ -340,7 +345,9 @@ def _run_chip(
     for halt in [*later, None]:
         standing = runner.standing
         if standing is not None:
-            for name, result in zip(standing.receives, standing.received, strict=True):
+            link, tag = standing
+            for name, result in zip(link.receives, link.received, strict=True):
+                name = expanded_name(name, tag)  # a per-chip call's own buffer
                 src = index.sent[name].chip if host_rank is None else host_rank
                 runner.inbox[name] = wire.recv(name, result.type, src)
         t0 = time.perf_counter()
@@ -352,7 +359,9 @@ def _run_chip(
         arrived = runner.standing
         if halt is None or arrived is None:
             break
-        for name, value in zip(arrived.sends, arrived.sent, strict=True):
+        link, tag = arrived
+        for name, value in zip(link.sends, link.sent, strict=True):
+            name = expanded_name(name, tag)
             dests = sorted(receivers.get(name, [])) if host_rank is None else [host_rank]
             for dest in dests:
                 wire.send(name, runner.outbox[name], value.type, dest)

@@ -15,20 +15,28 @@ update on one chip is never seen by another.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.interpreter import Interpreter
 from xdsl.interpreters.func import FuncFunctions
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
+from tp_dialect.analysis.chip_calls import (
+    chip_function,
+    expanded_name,
+    program_links,
+    relay_steps_of,
+    tag_of,
+)
 from tp_dialect.analysis.programs import check_programs, schedule
-from tp_dialect.analysis.relay import Copy, RelayStep, RunTo
+from tp_dialect.analysis.relay import Copy, RelayStep
 from tp_dialect.ops import SectionOp, ShardOp
-from tp_dialect.program_ops import ChipProgramOp, CopyOp, FinishOp, LinkOp, RelayOp, RunToOp
+from tp_dialect.program_ops import ChipProgramOp, FinishOp, LinkOp, RelayOp
 from tp_dialect.runtime.numpy_impls import LocatingInterpreter, NumpyFunctions, own_storage
 
 
@@ -46,9 +54,21 @@ def _kept(value: Any, storage: bool) -> Any:
     return own_storage(value) if storage else value
 
 
+@dataclass
+class _Frame:
+    """Where a chip stands in its program, or in a per-chip function a call of it runs."""
+
+    ops: list[Operation]
+    next: int = 0
+    call: CallOp | None = None
+    tag: str = ""
+
+
 class ChipRunner:
     """One chip's program, resumable at its halts (with ``storage``, in a memory of its own:
-    its host inputs and what it sends are copies)."""
+    its host inputs and what it sends are copies). A call to a per-chip function runs its
+    body in a scope of its own, its links halting the chip like the program's, their buffer
+    names expanded by the call's tag (`tp_dialect.analysis.chip_calls`)."""
 
     def __init__(
         self,
@@ -64,9 +84,10 @@ class ChipRunner:
         block = program.body.block
         own = [_kept(v, storage) for v in inputs]
         self.interpreter.set_values(zip(block.args, own, strict=True))
-        self.ops = list(block.ops)
-        self.next = 0
-        self.standing: LinkOp | None = None
+        self.frames = [_Frame(list(block.ops))]
+        self.halts = [link.halt for link in program_links(program)]
+        self.arrived = 0  # links arrived at so far
+        self.standing: tuple[LinkOp, str] | None = None
         self.outbox: dict[str, Any] = {}
         self.inbox: dict[str, Any] = {}
         self.outputs: tuple[Any, ...] | None = None
@@ -74,76 +95,91 @@ class ChipRunner:
 
     def _start(self) -> None:
         """Set up the chip before round 0: its constants, and its start halt (link 0) if it
-        has one; no section runs until the relay says so."""
+        has one; no section (or call) runs until the relay says so."""
         interp = self.interpreter
-        while self.next < len(self.ops):
-            op = self.ops[self.next]
+        frame = self.frames[0]
+        while frame.next < len(frame.ops):
+            op = frame.ops[frame.next]
             if isinstance(op, LinkOp) and op.halt == 0:
-                self.standing = op
-                self.next += 1
+                self.standing = (op, "")
+                self.arrived = 1
+                frame.next += 1
                 return
-            if isinstance(op, SectionOp | LinkOp | FinishOp):
+            if isinstance(op, SectionOp | LinkOp | FinishOp) or chip_function(op) is not None:
                 return
             interp.set_values(
                 zip(op.results, interp.run_op(op, interp.get_values(op.operands)), strict=True)
             )
-            self.next += 1
+            frame.next += 1
 
     def run_to(self, halt: int) -> None:
         """Leave the current halt (taking its receives) and run until arriving at ``halt``."""
         if self.outputs is not None:
             raise InterpretationError(f"chip {self.chip} has finished; it has no halt {halt}")
         if self.standing is not None:
-            self._take(self.standing)
+            self._take(*self.standing)
             self.standing = None
-        arrived = self._run_until(lambda op: isinstance(op, LinkOp | FinishOp))
-        if isinstance(arrived, LinkOp) and arrived.halt != halt:
+        arrived = self._run()
+        if isinstance(arrived, LinkOp) and self.halts[self.arrived - 1] != halt:
             raise InterpretationError(
                 f"the relay ran chip {self.chip} to halt {halt}, but it halts at "
-                f"{arrived.halt} first"
+                f"{self.halts[self.arrived - 1]} first"
             )
 
-    def _take(self, link: LinkOp) -> None:
+    def _take(self, link: LinkOp, tag: str) -> None:
         values = []
         for name in link.receives:
+            name = expanded_name(name, tag)
             if name not in self.inbox:
                 raise InterpretationError(
-                    f"chip {self.chip} leaves halt {link.halt} without '{name}': the relay "
-                    "never copied it here"
+                    f"chip {self.chip} leaves halt {self.halts[self.arrived - 1]} without "
+                    f"'{name}': the relay never copied it here"
                 )
             values.append(self.inbox[name])
         self.interpreter.set_values(zip(link.received, values, strict=True))
 
-    def _run_until(self, stop: Any) -> Operation | None:
+    def _run(self) -> Operation | None:
+        """Run until the next link (publishing what it sends) or the end."""
         interp = self.interpreter
-        while self.next < len(self.ops):
-            op = self.ops[self.next]
-            if stop(op):
-                self.next += 1
-                if isinstance(op, FinishOp):
-                    self.outputs = interp.get_values(op.values)
-                else:
-                    self.standing = op
-                    for name, value in zip(op.sends, interp.get_values(op.sent), strict=True):
-                        self.outbox[name] = _kept(value, self.storage)  # as it is at the halt
+        while True:
+            frame = self.frames[-1]
+            if frame.next >= len(frame.ops):
+                return None
+            op = frame.ops[frame.next]
+            frame.next += 1
+            if isinstance(op, FinishOp):
+                self.outputs = interp.get_values(op.values)
                 return op
+            if isinstance(op, LinkOp):
+                self.standing = (op, frame.tag)
+                self.arrived += 1
+                for name, value in zip(op.sends, interp.get_values(op.sent), strict=True):
+                    # As it is at the halt: a later in-place update does not reach the copy.
+                    self.outbox[expanded_name(name, frame.tag)] = _kept(value, self.storage)
+                return op
+            if isinstance(op, ReturnOp) and frame.call is not None:
+                returned = interp.get_values(op.operands)
+                interp.pop_scope()
+                self.frames.pop()
+                interp.set_values(zip(frame.call.results, returned, strict=True))
+                continue
+            if (f := chip_function(op)) is not None:
+                assert isinstance(op, CallOp)
+                args = interp.get_values(op.operands)
+                interp.push_scope(f.sym_name.data)
+                interp.set_values(zip(f.body.block.args, args, strict=True))
+                self.frames.append(_Frame(list(f.body.block.ops), 0, op, tag_of(op)))
+                continue
             results = interp.run_op(op, interp.get_values(op.operands))
             interp.set_values(zip(op.results, results, strict=True))
-            self.next += 1
-        return None
 
 
 def relay_steps(func: FuncOp) -> list[RelayStep]:
-    """The relay in ``func`` (a ``tp.relay`` op), or the schedule computed from its programs."""
+    """The relay in ``func`` (a ``tp.relay`` op, its repeats unrolled), or the schedule
+    computed from its programs."""
     for op in func.body.block.ops:
         if isinstance(op, RelayOp):
-            return [
-                RunTo(s.round.value.data, s.chip.value.data, s.halt.value.data)
-                if isinstance(s, RunToOp)
-                else Copy(s.round.value.data, s.tensor.data, s.source.value.data, s.dest.value.data)
-                for s in op.body.block.ops
-                if isinstance(s, RunToOp | CopyOp)
-            ]
+            return [step for step, _ in relay_steps_of(op)]
     return schedule(func)  # the same schedule tp-relay would emit
 
 

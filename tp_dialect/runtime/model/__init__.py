@@ -69,9 +69,9 @@ def model(
     if mode in ("sequential", "phase"):
         report, timeline, streams = simulate_sectioned(module, machine, mode == "sequential", runs)
     elif mode == "relay":
-        report, timeline, streams = simulate_relay(module, machine)
+        report, timeline, streams = simulate_relay(module, machine, runs)
     else:
-        report, timeline, streams = simulate_dataflow(module, machine)
+        report, timeline, streams = simulate_dataflow(module, machine, runs)
     memories = Memories(runs, chips_of(module))
     memories.replay(streams)
     report.memory = memories.report(machine)

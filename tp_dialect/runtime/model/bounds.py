@@ -32,6 +32,7 @@ from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from tp_dialect.analysis.call_runs import Frame, HeldKey, Ref, Runs
+from tp_dialect.analysis.chip_calls import chip_function, tag_of
 from tp_dialect.analysis.cost import (
     VIEWS,
     allreduce_link_time,
@@ -40,12 +41,13 @@ from tp_dialect.analysis.cost import (
 )
 from tp_dialect.analysis.folds import find_folds
 from tp_dialect.analysis.machine import Machine
-from tp_dialect.analysis.manifest import Collective, read_manifest
+from tp_dialect.analysis.manifest import Collective, one_per_sum, read_manifest
 from tp_dialect.analysis.touch import storage
 from tp_dialect.analysis.values import origin, sent_values, visible
 from tp_dialect.attrs import chip_of
 from tp_dialect.grid import stated_chips
 from tp_dialect.ops import AllReduceOp, SectionOp, ShardOp, UnshardOp
+from tp_dialect.program_ops import ChipProgramOp, chip_group
 from tp_dialect.runtime.model.core import chips_of, placed_in
 from tp_dialect.runtime.model.memory import Held, holdings, weight_bytes
 from tp_dialect.signature import entry_function
@@ -63,6 +65,8 @@ def allreduces(func: FuncOp, runs: Runs | None = None) -> list[int]:
     (every ``tp.allreduce`` in program order, then every fold), calls expanded in place."""
     sends = sent_values(func)
     runs = runs or Runs(func)
+    if any(chip_function(op) is not None for f in runs.frames for op in (f.call,) if op):
+        return _chip_call_sums(func)
     if runs.flat:
         module = func.parent_op()
         assert isinstance(module, ModuleOp)
@@ -76,6 +80,58 @@ def allreduces(func: FuncOp, runs: Runs | None = None) -> list[int]:
         key = tuple(sorted(roots, key=lambda r: chip_of(r[1].type) or 0))
         sizes.setdefault(key, nbytes(roots[0][1].type) if roots else nbytes(coll.result.type))
     return list(sizes.values())
+
+
+def _chip_call_sums(func: FuncOp) -> list[int]:
+    """`allreduces` of per-chip programs calling per-chip functions: the sums of the
+    programs' own sections, then each call's — a group of per-chip functions (one per chip,
+    `chip_group`) computes the same sums at every call, found once among its functions (its
+    buffers named as the functions write them) and counted once per call tag."""
+    module = func.parent_op()
+    assert isinstance(module, ModuleOp)
+    n = stated_chips(module) or 1
+    found: dict[object, list[Collective]] = {}
+    for op in module.walk():
+        if isinstance(op, AllReduceOp):
+            found.setdefault(_scope(op), []).append(
+                Collective(visible(op.result), tuple(op.partials), ((op,),))
+            )
+    for fold in find_folds(module):
+        if fold.is_allreduce(n):
+            found.setdefault(_scope(fold.ops[0]), []).append(
+                Collective(fold.result, fold.partials, (fold.ops,))
+            )
+    tags: dict[str, list[str]] = {}
+    for program in func.body.block.ops:
+        for op in program.regions[0].block.ops if isinstance(program, ChipProgramOp) else ():
+            if (f := chip_function(op)) is not None and (g := chip_group(f)) is not None:
+                if tag_of(op) not in tags.setdefault(g, []):
+                    tags[g].append(tag_of(op))
+    sizes = _sizes(found.get(None, []), sent_values(func))
+    for group, calls in tags.items():
+        funcs = [f for f in module.ops if isinstance(f, FuncOp) and chip_group(f) == group]
+        sends = {k: v for f in funcs for k, v in sent_values(f).items()}
+        sizes += _sizes(found.get(group, []), sends) * len(calls)
+    return sizes
+
+
+def _scope(op: Operation) -> str | None:
+    """The group of the per-chip function holding ``op`` (None: the programs' own)."""
+    f = op.parent_op()
+    while f is not None and not isinstance(f, FuncOp):
+        f = f.parent_op()
+    return chip_group(f) if isinstance(f, FuncOp) else None
+
+
+def _sizes(found: list[Collective], sends: dict[str, SSAValue]) -> list[int]:
+    """The bytes of each distinct sum among ``found`` (copies merged as the manifest does)."""
+    sizes = []
+    for coll in one_per_sum(found, sends):
+        root = origin(coll.partials[0], sends) if coll.partials else visible(coll.result)
+        if isinstance(root.owner, tensor.ExtractSliceOp):
+            root = origin(root.owner.source, sends)
+        sizes.append(nbytes(root.type))
+    return sizes
 
 
 def _root(runs: Runs, frame: Frame, partial: SSAValue, sends: dict[str, SSAValue]) -> Ref:

@@ -21,23 +21,24 @@ from __future__ import annotations
 
 import heapq
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
+from tp_dialect.analysis.call_runs import Frame, Ref, Runs
+from tp_dialect.analysis.chip_calls import ProgramLink, program_links, program_ops
 from tp_dialect.analysis.cost import nbytes
 from tp_dialect.analysis.links import Link, Links, route
 from tp_dialect.analysis.machine import Machine
 from tp_dialect.analysis.programs import index_programs
 from tp_dialect.analysis.touch import captured
-from tp_dialect.names import value_name, without_layer
+from tp_dialect.names import without_layer
 from tp_dialect.ops import SectionOp
 from tp_dialect.program_ops import LinkOp
 from tp_dialect.runtime.model.core import (
     ModelError,
     chips_of,
-    label_of,
     section_slices,
 )
 from tp_dialect.runtime.model.memory import MemEvent, program_streams
@@ -67,7 +68,7 @@ class _Transfer:
     src: int
     dst: int
     bytes: int
-    received: SSAValue  # the receiving link's result
+    received: Ref  # the receiving link's result, in the frame it is received in
     route: list[Link]
     ready: float
     after: _Node | None  # what stored the sent tensor
@@ -75,12 +76,14 @@ class _Transfer:
 
 
 def simulate_dataflow(
-    module: ModuleOp, machine: Machine
+    module: ModuleOp, machine: Machine, runs: Runs
 ) -> tuple[ModelReport, Timeline, list[list[MemEvent]]]:
     """The dataflow-mode step of per-chip programs (module docstring): its report's time,
     bytes and critical path, the timeline (a lane per chip, then one per link used) and each
     chip's memory events in program order. Raises ModelError naming the chip and tensor when
-    the programs wait for each other forever."""
+    the programs wait for each other forever. A call to a per-chip function runs its body in
+    the call's frame (``runs``): values are the flat programs' (`Runs.ref`), a section's cost
+    is computed once however many calls run it."""
     func = entry_function(module)
     n = chips_of(module)
     programs = index_programs(func).programs  # refuses programs that do not fit together
@@ -89,34 +92,39 @@ def simulate_dataflow(
     report = ModelReport(machine, "dataflow", n)
     slices: list[Slice] = []
     flows: list[Flow] = []
-    receivers: dict[str, list[tuple[int, SSAValue]]] = {}
-    items: dict[int, list[SectionOp | LinkOp]] = {}
-    needs: dict[SectionOp, list[SSAValue]] = {}
+    receivers: dict[str, list[tuple[int, Ref]]] = {}
+    items: dict[int, list[tuple[SectionOp | ProgramLink, Frame]]] = {}
+    captures: dict[SectionOp, list[SSAValue]] = {}
     for c, program in programs.items():
         items[c] = []
-        for op in program.body.block.ops:
+        links = {(link.op, link.call): link for link in program_links(program)}
+        for op, call in program_ops(program):
+            frame = runs.root if call is None else runs.root.children[call]
             if isinstance(op, LinkOp):
-                items[c].append(op)
-                for name, result in zip(op.receives, op.received, strict=True):
-                    receivers.setdefault(name, []).append((c, result))
+                link = links[(op, call)]
+                items[c].append((link, frame))
+                for name, result in zip(link.receives, op.received, strict=True):
+                    receivers.setdefault(name, []).append((c, (frame, result)))
             elif isinstance(op, SectionOp):
-                items[c].append(op)
-                needs[op] = [v for v in captured(op) if isinstance(v.owner, LinkOp)]
-    ready: dict[SSAValue, float] = {}  # when a value is stored on its chip
-    made_by: dict[SSAValue, _Node] = {}
+                items[c].append((op, frame))
+                if op not in captures:
+                    captures[op] = captured(op)
+    ready: dict[Ref, float] = {}  # when a value is stored on its chip
+    made_by: dict[Ref, _Node] = {}
+    costed: dict[SectionOp, Slice] = {}
     pc = dict.fromkeys(programs, 0)
     free = dict.fromkeys(programs, 0.0)
     last: dict[int, _Node | None] = dict.fromkeys(programs)
-    links = Links(machine)
+    links_ = Links(machine)
     link_last: dict[Link, _Node] = {}
     heap: list[tuple[float, int, int, _Transfer]] = []
     seq = 0
     ends: list[_Node] = []
 
-    def ready_of(value: SSAValue) -> float | None:
-        if value in ready:
-            return ready[value]
-        return None if isinstance(value.owner, LinkOp) else 0.0  # host data, constants
+    def ready_of(ref: Ref) -> float | None:
+        if ref in ready:
+            return ready[ref]
+        return None if isinstance(ref[1].owner, LinkOp) else 0.0  # host data, constants
 
     def push(time: float, hop: int, transfer: _Transfer) -> None:
         nonlocal seq
@@ -126,41 +134,45 @@ def simulate_dataflow(
     def advance(c: int) -> None:
         """Run chip c's program as far as what has arrived allows."""
         while pc[c] < len(items[c]):
-            op = items[c][pc[c]]
+            op, frame = items[c][pc[c]]
             if isinstance(op, SectionOp):
                 start, pred = free[c], last[c]
-                for value in needs[op]:
-                    t = ready_of(value)
+                for value in captures[op]:
+                    ref = runs.ref(frame, value)
+                    t = ready_of(ref)
                     if t is None:
                         return  # waits for an arrival
                     if t > start:
-                        start, pred = t, made_by.get(value)
-                label = label_of(op)
+                        start, pred = t, made_by.get(ref)
+                label = runs.label(frame, op)
                 layer = report.layer(label).layer
-                (piece,) = section_slices(op, [c], label, start, layer, n, machine)
+                if op not in costed:  # the same op in every call: costed once
+                    (costed[op],) = section_slices(op, [c], label, 0.0, layer, n, machine)
+                piece = replace(costed[op], name=label, start=start, layer=layer)
                 node = _Node(piece.kind, label, start, start + piece.duration, pred)
                 slices.append(piece)
                 for result in op.outs:
-                    ready[result] = node.end
-                    made_by[result] = node
+                    ready[(frame, result)] = node.end
+                    made_by[(frame, result)] = node
                 free[c], last[c] = node.end, node
                 ends.append(node)
             else:
-                times = [ready_of(v) for v in op.sent]
+                refs = [runs.ref(frame, v) for v in op.op.sent]
+                times = [ready_of(r) for r in refs]
                 if any(t is None for t in times):
                     return  # forwards a tensor that has not arrived yet
-                for name, value, t in zip(op.sends, op.sent, times, strict=True):
+                for name, ref, t in zip(op.sends, refs, times, strict=True):
                     assert t is not None
                     for dst, result in receivers.get(name, []):
                         transfer = _Transfer(
                             name,
                             c,
                             dst,
-                            nbytes(value.type),
+                            nbytes(ref[1].type),
                             result,
                             route(c, dst, n, machine.topology),
                             t,
-                            made_by.get(value),
+                            made_by.get(ref),
                         )
                         push(t, 0, transfer)
             pc[c] += 1
@@ -175,7 +187,7 @@ def simulate_dataflow(
             advance(transfer.dst)
             continue
         link = transfer.route[hop]
-        start, end = links.grant(link, t, transfer.bytes)
+        start, end = links_.grant(link, t, transfer.bytes)
         queued = start > t
         pred = link_last[link] if queued else transfer.hops[-1] if hop else transfer.after
         node = _Node("link", transfer.name, start, end, pred, queued)
@@ -212,21 +224,30 @@ def simulate_dataflow(
         raise ModelError(
             "dataflow deadlock: "
             + "; ".join(
-                f"chip {c} waits at '{label_of(op) or op.name}' for "
-                + ", ".join(f"%{value_name(v)}" for v in _waiting(op, ready))
-                for c, op in sorted(stuck.items())
+                f"chip {c} waits at '{_stuck_at(runs, op, frame)}' for "
+                + ", ".join(f"%{runs.name(*r)}" for r in _waiting(runs, op, frame, ready))
+                for c, (op, frame) in sorted(stuck.items())
             )
         )
     lanes = [f"chip {c}" for c in range(n)]
-    lanes += [f"link {a}->{b}" for a, b in sorted(links.free)]
+    lanes += [f"link {a}->{b}" for a, b in sorted(links_.free)]
     report.step_time = max((node.end for node in ends), default=0.0)
     report.critical_path = _critical_path(ends, report.step_time)
-    return report, Timeline(lanes, slices, flows), program_streams(func, n)
+    return report, Timeline(lanes, slices, flows), program_streams(func, n, runs)
 
 
-def _waiting(op: SectionOp | LinkOp, ready: dict[SSAValue, float]) -> list[SSAValue]:
-    values = op.sent if isinstance(op, LinkOp) else captured(op)
-    return [v for v in values if isinstance(v.owner, LinkOp) and v not in ready]
+def _stuck_at(runs: Runs, op: SectionOp | ProgramLink, frame: Frame) -> str:
+    if isinstance(op, SectionOp):
+        return runs.label(frame, op) or op.name
+    return op.op.name
+
+
+def _waiting(
+    runs: Runs, op: SectionOp | ProgramLink, frame: Frame, ready: dict[Ref, float]
+) -> list[Ref]:
+    values = op.op.sent if isinstance(op, ProgramLink) else captured(op)
+    refs = [runs.ref(frame, v) for v in values]
+    return [r for r in refs if isinstance(r[1].owner, LinkOp) and r not in ready]
 
 
 _CHIP_TAG = re.compile(r"(^|_)c\d+(?=_|$|\.)")

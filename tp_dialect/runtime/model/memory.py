@@ -29,6 +29,7 @@ from xdsl.dialects.func import CallOp, FuncOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from tp_dialect.analysis.call_runs import Frame, HeldKey, Ref, Runs
+from tp_dialect.analysis.chip_calls import chip_function
 from tp_dialect.analysis.cost import nbytes
 from tp_dialect.analysis.machine import Machine
 from tp_dialect.analysis.touch import captured, reads_where, write_chips
@@ -184,29 +185,54 @@ def _events(op: Operation, n: int) -> list[tuple[int, str, SSAValue, bool]]:
     return events
 
 
-def program_streams(func: FuncOp, n: int) -> list[list[MemEvent]]:
+def program_streams(func: FuncOp, n: int, runs: Runs | None = None) -> list[list[MemEvent]]:
     """Each chip's events for per-chip programs, in program order: a section reads what it
     captures and stores its results, a link reads what it sends and stores what it
-    receives, ``tp.finish`` hands out."""
+    receives, ``tp.finish`` hands out; a call to a per-chip function, its function's events
+    in the call's frame (``runs``), each function's events listed once."""
     streams: list[list[MemEvent]] = [[] for _ in range(n)]
+    own: dict[FuncOp, list[MemEvent]] = {}
     for program in func.body.block.ops:
         if not isinstance(program, ChipProgramOp):
             continue
         stream = streams[program.chip_index]
         for op in program.body.block.ops:
-            if isinstance(op, SectionOp):
-                who = label_of(op)
-                stream += [MemEvent("read", v, who) for v in captured(op) if not is_host(v, func)]
-                stream += [MemEvent("store", r, who) for r in op.outs]
-            elif isinstance(op, LinkOp):
-                who = f"link {op.halt}"
-                stream += [MemEvent("read", v, who) for v in op.sent if not is_host(v, func)]
-                stream += [MemEvent("store", r, who) for r in op.received]
-            elif isinstance(op, FinishOp):
-                stream += [
-                    MemEvent("out", v, "tp.finish") for v in op.values if not is_host(v, func)
-                ]
+            f = chip_function(op)
+            if f is None:
+                stream += _op_events(op, func)
+                continue
+            assert runs is not None, "per-chip calls are modelled through their frames"
+            if f not in own:
+                own[f] = [e for inner in f.body.block.ops for e in _op_events(inner, None)]
+            frame = runs.root.children[op]
+            stream += [
+                e._replace(frame=frame)
+                for e in own[f]
+                if e.kind == "store" or not runs.is_host(frame, e.value)
+            ]
     return streams
+
+
+def _op_events(op: Operation, func: FuncOp | None) -> list[MemEvent]:
+    """One op's events in a program (host values of ``func`` left out) or in a per-chip
+    function (``func`` None: its arguments are read like any value, resolved per frame)."""
+
+    def mine(v: SSAValue) -> bool:
+        return func is None or not is_host(v, func)
+
+    if isinstance(op, SectionOp):
+        who = label_of(op)
+        return [MemEvent("read", v, who) for v in captured(op) if mine(v)] + [
+            MemEvent("store", r, who) for r in op.outs
+        ]
+    if isinstance(op, LinkOp):
+        who = f"link {op.halt}"
+        return [MemEvent("read", v, who) for v in op.sent if mine(v)] + [
+            MemEvent("store", r, who) for r in op.received
+        ]
+    if isinstance(op, FinishOp):
+        return [MemEvent("out", v, "tp.finish") for v in op.values if mine(v)]
+    return []  # a function's return reads nothing: its values are the call's results
 
 
 class Memories:

@@ -11,8 +11,12 @@ host from the path).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from xdsl.dialects.builtin import ModuleOp
 
+from tp_dialect.analysis.call_runs import Frame, Runs
+from tp_dialect.analysis.chip_calls import ProgramLink, program_links, program_ops
 from tp_dialect.analysis.cost import nbytes
 from tp_dialect.analysis.machine import Machine
 from tp_dialect.analysis.relay import Copy
@@ -21,7 +25,6 @@ from tp_dialect.program_ops import ChipProgramOp, LinkOp
 from tp_dialect.runtime.model.core import (
     ModelError,
     chips_of,
-    label_of,
     section_slices,
 )
 from tp_dialect.runtime.model.memory import MemEvent, program_streams
@@ -30,31 +33,38 @@ from tp_dialect.runtime.relay_exec import relay_steps
 from tp_dialect.runtime.timeline import Flow, Slice, Timeline
 from tp_dialect.signature import entry_function
 
+Segment = list[tuple[SectionOp, Frame]]
+
 
 def _segments(
-    program: ChipProgramOp,
-) -> tuple[dict[int, list[SectionOp]], dict[int, LinkOp]]:
-    """A program's sections by the halt they run up to, and its links by halt."""
+    program: ChipProgramOp, runs: Runs
+) -> tuple[dict[int, Segment], dict[int, tuple[ProgramLink, Frame]]]:
+    """A program's sections by the halt they run up to, and its links by halt, each with
+    the frame it runs in (a per-chip call's, or the entry's)."""
     halt, segments, links = 0, {}, {}
-    current: list[SectionOp] = []
-    for op in program.body.block.ops:
+    current: Segment = []
+    by_op = {(link.op, link.call): link for link in program_links(program)}
+    for op, call in program_ops(program):
+        frame = runs.root if call is None else runs.root.children[call]
         if isinstance(op, LinkOp):
-            if op.halt != 0:
-                segments[op.halt] = current
+            link = by_op[(op, call)]
+            if link.halt != 0:
+                segments[link.halt] = current
                 current = []
-            links[op.halt] = op
-            halt = op.halt
+            links[link.halt] = (link, frame)
+            halt = link.halt
         elif isinstance(op, SectionOp):
-            current.append(op)
+            current.append((op, frame))
     segments[halt + 1] = current  # to the end (tp.finish)
     return segments, links
 
 
 def simulate_relay(
-    module: ModuleOp, machine: Machine
+    module: ModuleOp, machine: Machine, runs: Runs
 ) -> tuple[ModelReport, Timeline, list[list[MemEvent]]]:
     """The relay-mode step of per-chip programs: its report's time and bytes, the timeline
-    (a lane for the host, one per chip), and each chip's memory events in program order."""
+    (a lane for the host, one per chip), and each chip's memory events in program order.
+    A section's cost is computed once however many calls run it."""
     func = entry_function(module)
     n = chips_of(module)
     programs = {op.chip_index: op for op in func.body.block.ops if isinstance(op, ChipProgramOp)}
@@ -62,16 +72,17 @@ def simulate_relay(
         raise ModelError("relay mode needs per-chip programs: run tp-link-points first")
     report = ModelReport(machine, "relay", n)
     timeline = Timeline(["host", *[f"chip {c}" for c in range(n)]], [], [])
-    segments: dict[int, dict[int, list[SectionOp]]] = {}
-    link_at: dict[int, dict[int, LinkOp]] = {}
+    segments: dict[int, dict[int, Segment]] = {}
+    link_at: dict[int, dict[int, tuple[ProgramLink, Frame]]] = {}
     for c, program in programs.items():
-        segments[c], link_at[c] = _segments(program)
+        segments[c], link_at[c] = _segments(program, runs)
     free = dict.fromkeys(programs, 0.0)
     standing = dict.fromkeys(programs, 0)
     sent_at: dict[str, float] = {}
     sent_bytes: dict[str, int] = {}
     arrived: dict[tuple[str, int], float] = {}
     host_free = 0.0
+    costed: dict[SectionOp, list[Slice]] = {}
     for step in relay_steps(func):
         if isinstance(step, Copy):
             if step.tensor not in sent_at:
@@ -107,25 +118,28 @@ def simulate_relay(
         leaving = link_at[c].get(standing[c])
         t = free[c]
         if leaving is not None:
-            for name in leaving.receives:
+            for name in leaving[0].receives:
                 if (name, c) not in arrived:
                     raise ModelError(
-                        f"chip {c} leaves halt {leaving.halt} without '{name}': the relay "
+                        f"chip {c} leaves halt {leaving[0].halt} without '{name}': the relay "
                         f"never copied it to chip {c}"
                     )
                 t = max(t, arrived[(name, c)])
-        for section in segments[c][step.halt]:
-            label = label_of(section)
+        for section, frame in segments[c][step.halt]:
+            label = runs.label(frame, section)
             layer = report.layer(label).layer
-            (piece,) = section_slices(section, [c], label, t, layer, n, machine)
-            timeline.slices.append(piece)
+            if section not in costed:  # the same op in every call: costed once
+                costed[section] = section_slices(section, [c], label, 0.0, layer, n, machine)
+            (piece,) = costed[section]
+            timeline.slices.append(replace(piece, name=label, start=t, layer=layer))
             t += piece.duration
         free[c] = t
         standing[c] = step.halt
         arriving = link_at[c].get(step.halt)
         if arriving is not None:
-            for name, value in zip(arriving.sends, arriving.sent, strict=True):
+            link, _ = arriving
+            for name, value in zip(link.sends, link.op.sent, strict=True):
                 sent_at[name] = t
                 sent_bytes[name] = nbytes(value.type)
     report.step_time = max(max(free.values()), host_free)
-    return report, timeline, program_streams(func, n)
+    return report, timeline, program_streams(func, n, runs)
