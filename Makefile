@@ -37,7 +37,7 @@ demo: $(STAMP)
 	$(BIN)/tp-run $(DEMO)/tiny.relay.mlir --mpi 4 --random-weights 0 --random-inputs 1 --position 5 --check --stats
 	$(BIN)/tp-run $(DEMO)/tiny.phased.mlir --dry-run --machine sn40l
 	$(BIN)/tp-run $(DEMO)/tiny.relay.mlir --dry-run --machine sn40l --report $(DEMO)/tiny.report.json --trace $(DEMO)/tiny.trace.json --timeline $(DEMO)/tiny.timeline.png
-	$(BIN)/tp-gen qwen3 --preset qwen3-8b --layers 1 --chips 4 | $(BIN)/tp-opt --tp-verify -o $(DEMO)/qwen3-8b.mlir
+	$(BIN)/tp-gen qwen3 --preset qwen3-8b --layers 1 --chips 4 --outline | $(BIN)/tp-opt --tp-verify -o $(DEMO)/qwen3-8b.mlir
 	$(BIN)/tp-run $(DEMO)/qwen3-8b.mlir --random-weights 0 --random-inputs 1 --position 100 --check
 	$(BIN)/tp-run $(DEMO)/qwen3-8b.mlir --dry-run --machine sn40l --mode all --allreduce auto --report $(DEMO)/qwen3-8b.report.json --trace $(DEMO)/qwen3-8b.trace.json --timeline $(DEMO)/qwen3-8b.timeline.png
 

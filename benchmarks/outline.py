@@ -8,15 +8,17 @@ measured once, in this process:
 - ``->phased``: parse + tp-verify, tp-relocate, tp-transfers, tp-phase + print (what
   ``tp-opt`` does, without starting Python), and the printed program's lines;
 - ``->relay``: the same run carried on through tp-link-points and tp-relay (parse, every
-  pass, print of the per-chip programs; the phased print not counted), and its lines —
-  tp-link-points inlines the calls (per-chip programs are flat for now), so the outlined
-  form's gain there is in the passes before it;
+  pass, print of the per-chip programs; the phased print not counted), its lines and its
+  size in kB — the outlined form's per-chip programs call one per-chip function per chip
+  once a layer, and its relay writes one layer's rounds once (``tp.relay_repeat``);
+- ``gen+relay``: ``tp-gen`` and ``->relay`` together: the issue's "generate and lower to the
+  relay" figure;
 - ``dry phase`` / ``dry relay``: ``tp-run --dry-run`` (its ``main``, in this process: parse
   and model) in phase mode on the phased program and in relay mode on the per-chip programs.
 
-``--skip-flat-relay-above L`` leaves out the flat relay lowering (and its dry run) above L
-layers, printing ``skipped``; by default everything runs once (the flat 36-layer row takes
-about two minutes of the whole on this 2-core machine).
+``--outlined-only`` leaves out the flat rows; ``--skip-flat-relay-above L`` leaves out the flat
+relay lowering (and its dry run) above L layers, printing ``skipped``; by default everything
+runs once (the flat 36-layer row takes about two minutes of the whole on this 2-core machine).
 """
 
 from __future__ import annotations
@@ -101,7 +103,9 @@ def row(layers: int, outline: bool, tmp: Path, relay: bool = True) -> dict[str, 
     relay_path.write_text(programs)
     out |= {
         "relay_s": passes_s + relay_s,
+        "gen_relay_s": gen_s + passes_s + relay_s,
         "relay_lines": programs.count("\n"),
+        "relay_kb": len(programs.encode()) // 1000,
         "dry_relay_s": _dry_run(relay_path, "relay"),
     }
     return out
@@ -124,19 +128,23 @@ COLUMNS = [
     ("phased_lines", "lines", 7),
     ("relay_s", "->relay", 9),
     ("relay_lines", "lines", 7),
+    ("relay_kb", "kB", 6),
+    ("gen_relay_s", "gen+relay", 9),
     ("dry_phase_s", "dry phase", 9),
     ("dry_relay_s", "dry relay", 9),
 ]
 
 
 def main(
-    layer_counts: tuple[int, ...] = (1, 9, 36), skip_flat_relay_above: int | None = None
+    layer_counts: tuple[int, ...] = (1, 9, 36),
+    skip_flat_relay_above: int | None = None,
+    outlined_only: bool = False,
 ) -> None:
     print("qwen3-8b dims, 8 chips, flat vs outlined (each figure measured once, in process):")
     print("  " + "  ".join(f"{title:>{w}}" for _, title, w in COLUMNS))
     with tempfile.TemporaryDirectory() as tmp:
         for layers in layer_counts:
-            for outline in (False, True):
+            for outline in (True,) if outlined_only else (False, True):
                 skip = not outline and skip_flat_relay_above is not None
                 relay = not (skip and layers > skip_flat_relay_above)  # type: ignore[operator]
                 r = row(layers, outline, Path(tmp), relay)
@@ -147,5 +155,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("layers", nargs="*", type=int, default=[1, 9, 36])
     parser.add_argument("--skip-flat-relay-above", type=int, default=None)
+    parser.add_argument("--outlined-only", action="store_true", help="leave out the flat rows")
     args = parser.parse_args()
-    main(tuple(args.layers), args.skip_flat_relay_above)
+    main(tuple(args.layers), args.skip_flat_relay_above, args.outlined_only)

@@ -311,6 +311,14 @@ def generated_seeds() -> tuple[list[Seed], list[str]]:
             PROGRAMS_HOME,
             0.4,
         ),
+        (
+            # Per-chip functions called once a layer, and a relay with a tp.relay_repeat.
+            "gen:qwen3-tiny-2-outlined:programs",
+            outlined,
+            ("--tp-relocate", "--tp-transfers", "--tp-phase", "--tp-link-points", "--tp-relay"),
+            (*PROGRAMS_HOME, ("--tp-inline",)),
+            0.4,
+        ),
         ("gen:gpt2-tiny-2:split", gpt, ("--tp-split=chips=2 plan=gpt2",), SOURCE_HOME, 0.3),
         (
             "gen:gpt2-tiny-2:phased",
@@ -365,7 +373,8 @@ def run_seeds() -> tuple[list[RunSeed], list[str]]:
         texts.append(("gen:qwen3-tiny-2:programs", programs, 16, 0.3))
     else:
         problems.append("gen:qwen3-tiny-2:programs: tp-opt could not lower it for tp-run")
-    # The outlined form, as written and phased (the model and --stats follow its calls).
+    # The outlined form, as written, phased and as per-chip functions under a repeated relay
+    # (the interpreter, the model and --stats follow its calls).
     outlined = qwen3.generate(qwen3.Qwen3Config.preset("tiny", chips=2, layers=2), outline=True)
     texts.append(("gen:qwen3-tiny-2-outlined", outlined, 16, 0.4))
     phased = _lower(outlined, ("--tp-relocate", "--tp-transfers", "--tp-phase"))
@@ -373,6 +382,11 @@ def run_seeds() -> tuple[list[RunSeed], list[str]]:
         texts.append(("gen:qwen3-tiny-2-outlined:phased", phased, 16, 0.4))
     else:
         problems.append("gen:qwen3-tiny-2-outlined:phased: tp-opt could not lower it")
+    linked = _lower(phased or outlined, ("--tp-link-points", "--tp-relay"))
+    if linked is not None:
+        texts.append(("gen:qwen3-tiny-2-outlined:programs", linked, 16, 0.4))
+    else:
+        problems.append("gen:qwen3-tiny-2-outlined:programs: tp-opt could not lower it")
     seeds = []
     for name, text, max_positions, weight in texts:
         position = 3 if max_positions else 0

@@ -8,8 +8,9 @@ listing passes stays cheap.
 On an outlined program (``@decode`` calling ``@layer``) the lowering passes place the
 callee's statements once, for every call: a call to a function holding chip work stays a
 bare statement of its caller (never in a section; alone in a phase), the caller's other
-statements are placed as ever, and tp-link-points inlines such calls first (per-chip
-programs are flat for now); `tp_dialect.analysis.calls` says which calls and why.
+statements are placed as ever, and tp-link-points splits the callee once into one per-chip
+function per chip, which each chip's program calls once a layer (`link_calls`);
+`tp_dialect.analysis.calls` says which calls and why.
 Beside them: `options` (typed options), `rewrites` (rewriter steps the patterns share) and
 `universe` (xDSL's ``xdsl.universe`` entry point: the dialect and these passes).
 """

@@ -18,7 +18,12 @@ layer (``l_…``) take that tag (``l3_…``): the flat program's names, and the 
 the callee and the callers) stays phased: the function's phases are renumbered in program
 order, each phase of a call becoming its callee's phases (`tp_dialect.passes.phase.renumber`).
 `inline_calls` is the same inlining for other passes, of the calls they choose (tp-link-points
-inlines the calls to functions holding chip work: per-chip programs are flat for now).
+inlines a callee's own lowered calls into it: per-chip functions are one level deep).
+
+Per-chip programs calling per-chip functions (tp-link-points on an outlined program) become
+the flat per-chip programs they stand for (`tp_dialect.analysis.chip_calls.flat_copy`): each
+call's body in its place, its links numbered and its buffers named as the call runs them,
+the relay's repeats unrolled.
 """
 
 from __future__ import annotations
@@ -27,9 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
+from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
 from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
-from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
@@ -40,9 +44,9 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 from xdsl.traits import SymbolTable
 
+from tp_dialect.analysis.chip_calls import flat_copy, has_chip_calls, retag
 from tp_dialect.certificate import kept
-from tp_dialect.names import call_tag, in_layer
-from tp_dialect.ops import SectionOp
+from tp_dialect.names import call_tag
 from tp_dialect.passes.phase import renumber
 from tp_dialect.reject import TpReject
 
@@ -66,7 +70,7 @@ class InlineCall(RewritePattern):
         inlined = set(block.ops)
         tag = call_tag(op)
         if tag is not None:
-            _retag(inlined, tag)
+            retag(inlined, tag)
         rewriter.inline_block(block, InsertPoint.before(op), op.arguments)
         returned = list(ret.arguments)  # read now: an argument returned is now an operand
         for value, result in zip(returned, op.results, strict=True):
@@ -76,18 +80,6 @@ class InlineCall(RewritePattern):
                 value.name_hint = result.name_hint
         rewriter.replace(op, [], returned)
         rewriter.erase(ret)
-
-
-def _retag(ops: set[Operation], tag: str) -> None:
-    """Names and section labels written for every layer (``l_…``) in ``ops``, as layer
-    ``tag``'s."""
-    for top in ops:
-        for op in top.walk():
-            for value in (*op.results, *(a for r in op.regions for b in r.blocks for a in b.args)):
-                if value.name_hint:
-                    value.name_hint = in_layer(value.name_hint, tag)
-            if isinstance(op, SectionOp) and op.label is not None:
-                op.label = StringAttr(in_layer(op.label.data, tag))
 
 
 def _callee(call: CallOp) -> FuncOp | None:
@@ -176,6 +168,17 @@ class TpInline(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         # Inlining moves no work between chips: a certified program stays certified.
         with kept(op):
+            if has_chip_calls(op):
+                # Per-chip programs calling per-chip functions: the flat programs the calls
+                # stand for (links numbered, buffers named as each call runs them; the relay
+                # unrolled), as tp-link-points writes them for a flat program.
+                flat, _ = flat_copy(op)
+                for old in list(op.body.block.ops):
+                    old.detach()
+                    old.erase(safe_erase=False)
+                for new in list(flat.body.block.ops):
+                    new.detach()
+                    op.body.block.add_op(new)
             inline_calls(op)
 
 

@@ -9,12 +9,16 @@ that stores it and enters its receiver at a ``tp.link`` right before the first s
 loads it, by buffer name; receives needed before a chip's first section are link 0, placed by
 the host before the chip starts. Halts at one boundary are one link point, in program order.
 
-Per-chip programs are flat for now: in an outlined program (``@decode`` calling ``@layer``,
-`tp_dialect.analysis.calls`) the calls to functions holding chip work are inlined first
-(`tp_dialect.passes.inline.inline_calls`: each copy's names and labels take its layer's tag,
-the phases are renumbered in program order, the callee, once private and unused, erased), so
-each chip's program holds every layer's sections in turn, as the flat pipeline's do. A call
-to a function holding no chip work stays inside its section (and its callee in the module).
+An outlined program (``@decode`` calling ``@layer``, `tp_dialect.analysis.calls`) is split
+without copying the callee per call: ``@layer`` becomes one per-chip function per chip
+(`tp_dialect.passes.link_calls`: ``@layer.chip1``, chip 1's sections of it with its own link
+points), and each chip's program calls its function where ``@decode`` called ``@layer``,
+tagged (``tp.tag = "l3_"``) so that each call's buffers are its own; what crosses chips for
+a call crosses in the program, before it; the callee's host stores (a cache's ``tp.unshard``)
+run on the host once per call. A callee's own lowered calls are inlined into it first
+(`tp_dialect.passes.inline.inline_calls`): per-chip functions are one level deep. The flat
+programs the calls stand for are `tp_dialect.analysis.chip_calls.flat_copy` (tp-inline). A
+call to a function holding no chip work stays inside its section (its callee in the module).
 """
 
 from __future__ import annotations
@@ -275,8 +279,7 @@ def _host_stores(
 @dataclass(frozen=True)
 class TpLinkPoints(ModulePass):
     """Split the sectioned program into one program per chip, halting at link points (an
-    outlined program's calls holding chip work inlined first: per-chip programs are flat
-    for now)."""
+    outlined program's callee split once into per-chip functions the programs call)."""
 
     name = "tp-link-points"
 

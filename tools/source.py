@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -102,6 +103,25 @@ class _LinearLexer(MLIRLexer):
     _unescaped_characters_regex = LINEAR_STRING_LITERAL
 
 
+def _closing_bracket(text: str, at: int) -> int | None:
+    """The index after the ``>`` closing the ``<`` at ``text[at]`` (brackets nested; a
+    quote inside gives None: such a type is parsed every time)."""
+    if at >= len(text) or text[at] != "<":
+        return None
+    depth = 0
+    for i in range(at, min(len(text), at + 4096)):
+        c = text[i]
+        if c == "<":
+            depth += 1
+        elif c == ">":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        elif c in '"\n':
+            return None
+    return None
+
+
 _OP_NAME = re.compile(r'(?:%[^=]*=\s*)?"?([A-Za-z_][\w$.-]*)')
 
 
@@ -115,6 +135,28 @@ class LocatingParser(Parser):
         super().__init__(ctx, "", name)
         self._parser_state = ParserState(_LinearLexer(Input(text, name)))
         self.source_map = SourceMap(self.lexer.input, line_offset)
+        self._text = text
+        self._tensor_types: dict[str, Attribute] = {}
+
+    def _parse_optional_builtin_parametrized_type(self) -> Any:
+        """xDSL's, each ``tensor<…>`` spelling parsed once: a program repeats a few tensor
+        types thousands of times (every port of every layer, in every chip's program), and
+        the same text is the same type wherever it stands (aliases are the file's own)."""
+        token = self._current_token
+        if token.kind != MLIRTokenKind.BARE_IDENT or token.text != "tensor":
+            return super()._parse_optional_builtin_parametrized_type()
+        start = token.span.start
+        end = _closing_bracket(self._text, token.span.end)
+        key = self._text[start:end] if end is not None else None
+        if key is not None and (known := self._tensor_types.get(key)) is not None:
+            self.lexer.pos = end  # type: ignore[assignment]
+            self._parser_state.current_token = self.lexer.lex()
+            return known
+        parsed = super()._parse_optional_builtin_parametrized_type()
+        if key is not None and parsed is not None and self._current_token.span.start >= end:  # type: ignore[operator]
+            if self._text[end : self._current_token.span.start].strip() == "":  # type: ignore[misc]
+                self._tensor_types[key] = parsed
+        return parsed
 
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
         """xDSL's parse_module, a use of a value never defined pointed at its first use

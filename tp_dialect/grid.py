@@ -7,9 +7,11 @@ attribute alone cannot see the module it sits in.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
+from typing import Any
 
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, ModuleOp, TensorType
 from xdsl.ir import Attribute, Operation, ParametrizedAttribute
 from xdsl.utils.exceptions import VerifyException
 
@@ -45,17 +47,28 @@ def require_chips(op: Operation) -> int:
 def chips_in(attr: Attribute) -> Iterator[int]:
     """Every chip index ``attr`` names: a ``#tp.chip<c>`` anywhere inside it (a tensor's
     encoding, a memref's memory space, a function type, an array or dictionary)."""
+    if isinstance(attr, TensorType):  # the common case, met thousands of times: once each
+        return iter(_tensor_chips(attr))
+    return _chips_in(attr)
+
+
+@functools.lru_cache(maxsize=4096)
+def _tensor_chips(attr: TensorType[Any]) -> tuple[int, ...]:
+    return tuple(_chips_in(attr))
+
+
+def _chips_in(attr: Attribute) -> Iterator[int]:
     if isinstance(attr, ChipAttr):
         yield attr.value
     elif isinstance(attr, ParametrizedAttribute):
         for param in attr.parameters:
-            yield from chips_in(param)
+            yield from _chips_in(param)
     elif isinstance(attr, ArrayAttr):
         for a in attr.data:
-            yield from chips_in(a)
+            yield from _chips_in(a)
     elif isinstance(attr, DictionaryAttr):
         for a in attr.data.values():
-            yield from chips_in(a)
+            yield from _chips_in(a)
 
 
 def _op_chips(op: Operation) -> Iterator[tuple[int, str]]:

@@ -1,7 +1,9 @@
 """tp ops for per-chip programs and the host's relay between them.
 
-``tp.chip_program on c (%inputs) { ... tp.finish %outs }``: chip c's own program, isolated
-from the rest (host inputs come in as block arguments, outputs leave through ``tp.finish``).
+``tp.chip_program on c (%inputs) { ^bb0(%args: types): ... tp.finish %outs } -> (types)``:
+chip c's own program, isolated from the rest (host inputs come in as block arguments, their
+types written there once — ``: (types)`` before ``->`` is read too —, outputs leave through
+``tp.finish``).
 ``tp.link k sends(...) receives [...]``: the k-th place the program halts for transfers —
 the tensors it sends, by buffer name, and the ones it receives (its results). ``tp.relay``
 holds the host's schedule: ``tp.run_to`` (run a chip to a halt) and ``tp.copy`` (copy a sent
@@ -71,8 +73,10 @@ class ChipProgramOp(IRDLOperation):
             parser.Delimiter.PAREN, parser.parse_unresolved_operand
         )
         body = parser.parse_region()
-        parser.parse_punctuation(":")
-        in_types = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
+        if parser.parse_optional_punctuation(":") is not None:  # the inputs' types spelled out
+            in_types = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
+        else:  # as the entry block's arguments have them (what the printer writes)
+            in_types = [a.type for a in body.blocks[0].args] if body.blocks else []
         parser.parse_punctuation("->")
         out_types = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
         inputs = parser.resolve_operands(operands, in_types, parser.pos)
@@ -83,9 +87,8 @@ class ChipProgramOp(IRDLOperation):
         printer.print_list(self.inputs, printer.print_operand)
         printer.print_string(") ")
         printer.print_region(self.body, print_entry_block_args=True)
-        printer.print_string(" : (")
-        printer.print_list(self.inputs.types, printer.print_attribute)
-        printer.print_string(") -> (")
+        # The inputs' types are the entry block's arguments' (verified): written once, there.
+        printer.print_string(" -> (")
         printer.print_list(self.outputs.types, printer.print_attribute)
         printer.print_string(")")
 

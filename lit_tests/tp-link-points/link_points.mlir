@@ -18,7 +18,7 @@
 // CHECK:        tp.link 2 sends(%s) as ["s"] receives [] : (tensor<1x4xf32>) -> ()
 // CHECK-NEXT:   %out_1 = tp.section "out" on [0] {
 // CHECK:        tp.finish %out_1 : tensor<1x4xf32>
-// CHECK-NEXT: } : (tensor<4x4xf32>, tensor<1x4xf32>) -> (tensor<1x4xf32>)
+// CHECK-NEXT: } -> (tensor<1x4xf32>)
 // CHECK-NEXT: tp.chip_program on 1 (%w, %x) {
 // CHECK:        %h1 = tp.section "h1" on [1] {
 // CHECK:        %s = tp.link 1 sends(%h1) as ["h1"] receives ["s"] : (tensor<1x4xf32, #tp.chip<1>>) -> tensor<1x4xf32>

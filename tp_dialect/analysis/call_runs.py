@@ -5,7 +5,7 @@ modelled at the sectioned and phased stages as it stands, never inlined. Each lo
 (`tp_dialect.analysis.calls`: a bare statement calling a function that holds chip work)
 opens a `Frame`, one run of its callee inside its caller's frame; the entry function's run is
 the root frame. A value seen in a frame stands for the value of the flat program tp-inline
-makes of the module (tp-link-points inlines the same calls):
+makes of the module (and, at the per-chip stage, of the flat per-chip programs):
 
 - `Runs.ref`: a callee's argument is its call's operand (in the caller's frame), a call's
   result is what its callee returns (in the call's frame); any other value is the frame's own

@@ -26,8 +26,8 @@ statements once and leave lowered calls bare; tp-raise-allreduce raises folds in
 function; tp-legalize checks the callee's ops where they stand; tp-transfers and tp-phase
 place the callee's transfers and phases once, callees first, then the caller's around each
 call; tp-verify follows every call context (the certificate covers callee and callers) and
-refuses a call placing work inside placed work; tp-link-points inlines the lowered calls
-first (per-chip programs are flat for now).
+refuses a call placing work inside placed work; tp-link-points splits each callee once into
+per-chip functions that the chips' programs call (`tp_dialect.analysis.chip_calls`).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ most as many times as it lists tags.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, i64
@@ -31,6 +31,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from tp_dialect.analysis.relay import Copy, RelayStep, RunTo, shifted
 from tp_dialect.analysis.values import callee
 from tp_dialect.names import in_layer
+from tp_dialect.ops import SectionOp
 from tp_dialect.program_ops import (
     CHIP_FUNCTION,
     ChipProgramOp,
@@ -185,6 +186,18 @@ def relay_steps_of(relay: RelayOp) -> Iterator[tuple[RelayStep, Operation]]:
                     yield shifted(step_of(inner), i, rounds, strides, tags), inner
 
 
+def retag(ops: Iterable[Operation], tag: str) -> None:
+    """Names and section labels written for every layer (``l_…``) in ``ops``, as layer
+    ``tag``'s (the names tp-inline gives an inlined copy)."""
+    for top in ops:
+        for op in top.walk():
+            for value in (*op.results, *(a for r in op.regions for b in r.blocks for a in b.args)):
+                if value.name_hint:
+                    value.name_hint = in_layer(value.name_hint, tag)
+            if isinstance(op, SectionOp) and op.label is not None:
+                op.label = StringAttr(in_layer(op.label.data, tag))
+
+
 def has_chip_calls(module: Operation) -> bool:
     """Whether ``module`` holds per-chip functions (programs that call them)."""
     return any(isinstance(op, FuncOp) and CHIP_FUNCTION in op.attributes for op in module.walk())
@@ -214,6 +227,8 @@ def flat_copy(module: ModuleOp) -> tuple[ModuleOp, dict[Operation, Operation]]:
             block = body.block
             ret = block.last_op
             assert isinstance(ret, ReturnOp)
+            if tag := tag_of(op):
+                retag(list(block.ops), tag)
             for inner in block.ops:
                 if isinstance(inner, LinkOp):
                     link = next(halts)

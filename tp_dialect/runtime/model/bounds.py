@@ -142,7 +142,7 @@ def _root(runs: Runs, frame: Frame, partial: SSAValue, sends: dict[str, SSAValue
         if isinstance(root.owner, tensor.ExtractSliceOp):
             root = origin(root.owner.source, sends)
         return runs.root, root
-    f, root = runs.origin(frame, partial)  # calls are inlined before per-chip programs
+    f, root = runs.origin(frame, partial)  # per-chip calls: `_chip_call_sums` instead
     if isinstance(root.owner, tensor.ExtractSliceOp):
         return runs.origin(f, root.owner.source)
     return f, root

@@ -205,10 +205,11 @@ def program_streams(func: FuncOp, n: int, runs: Runs | None = None) -> list[list
             if f not in own:
                 own[f] = [e for inner in f.body.block.ops for e in _op_events(inner, None)]
             frame = runs.root.children[op]
+            is_host = runs.is_host
             stream += [
-                e._replace(frame=frame)
-                for e in own[f]
-                if e.kind == "store" or not runs.is_host(frame, e.value)
+                MemEvent(kind, value, who, frame)
+                for kind, value, who, _ in own[f]
+                if kind == "store" or not is_host(frame, value)
             ]
     return streams
 
