@@ -177,3 +177,124 @@ builtin.module attributes {tp.chips = 2 : i64} {
     func.return %r : tensor<4xf32>
   }
 }
+
+// -----
+// A per-chip function is called by its chip's program only: a call from the host is refused.
+// CHECK-LABEL: error: 'func.call' of @layer.chip0, chip 0's per-chip function, outside a chip's program: only chip 0's program calls it, as one of its statements [not-linkable]
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func private @layer.chip0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {tp.chip = 0 : i64} {
+    %p = tp.link 1 sends() as [] receives ["l_p"] : () -> tensor<4xf32>
+    %s = tp.section "l_s" on [0] {
+      %0 = arith.addf %x, %p : tensor<4xf32>
+      tp.yield %0 : tensor<4xf32>
+    } : tensor<4xf32>
+    tp.link 2 sends(%s) as ["l_s"] receives [] : (tensor<4xf32>) -> ()
+    func.return %s : tensor<4xf32>
+  }
+  func.func private @layer.chip1(%x: tensor<4xf32>) -> tensor<4xf32> attributes {tp.chip = 1 : i64} {
+    %p = tp.section "l_p" on [1] {
+      %0 = arith.mulf %x, %x : tensor<4xf32>
+      tp.yield %0 : tensor<4xf32>
+    } : tensor<4xf32>
+    %s = tp.link 1 sends(%p) as ["l_p"] receives ["l_s"] : (tensor<4xf32>) -> tensor<4xf32>
+    func.return %s : tensor<4xf32>
+  }
+  func.func @decode(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %r = tp.chip_program on 0 (%x) {
+    ^bb0(%x0: tensor<4xf32>):
+      %y0 = func.call @layer.chip0(%x0) {tp.tag = "l0_"} : (tensor<4xf32>) -> tensor<4xf32>
+      %y1 = func.call @layer.chip0(%y0) {tp.tag = "l1_"} : (tensor<4xf32>) -> tensor<4xf32>
+      %y2 = func.call @layer.chip0(%y1) {tp.tag = "l2_"} : (tensor<4xf32>) -> tensor<4xf32>
+      tp.finish %y2 : tensor<4xf32>
+    } : (tensor<4xf32>) -> (tensor<4xf32>)
+    tp.chip_program on 1 (%x) {
+    ^bb0(%x1: tensor<4xf32>):
+      %y0 = func.call @layer.chip1(%x1) {tp.tag = "l0_"} : (tensor<4xf32>) -> tensor<4xf32>
+      %y1 = func.call @layer.chip1(%y0) {tp.tag = "l1_"} : (tensor<4xf32>) -> tensor<4xf32>
+      %y2 = func.call @layer.chip1(%y1) {tp.tag = "l2_"} : (tensor<4xf32>) -> tensor<4xf32>
+      tp.finish
+    } : (tensor<4xf32>) -> ()
+    %z = func.call @layer.chip0(%x) {tp.tag = "l9_"} : (tensor<4xf32>) -> tensor<4xf32>
+    func.return %r : tensor<4xf32>
+  }
+}
+
+// -----
+// ...and so is a call from another chip's program (its sections are chip 1's)...
+// CHECK-LABEL: error: chip 0's program calls @layer.chip1, chip 1's per-chip function: a chip runs its own part of a function [not-linkable]
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func private @layer.chip0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {tp.chip = 0 : i64} {
+    %p = tp.link 1 sends() as [] receives ["l_p"] : () -> tensor<4xf32>
+    %s = tp.section "l_s" on [0] {
+      %0 = arith.addf %x, %p : tensor<4xf32>
+      tp.yield %0 : tensor<4xf32>
+    } : tensor<4xf32>
+    tp.link 2 sends(%s) as ["l_s"] receives [] : (tensor<4xf32>) -> ()
+    func.return %s : tensor<4xf32>
+  }
+  func.func private @layer.chip1(%x: tensor<4xf32>) -> tensor<4xf32> attributes {tp.chip = 1 : i64} {
+    %p = tp.section "l_p" on [1] {
+      %0 = arith.mulf %x, %x : tensor<4xf32>
+      tp.yield %0 : tensor<4xf32>
+    } : tensor<4xf32>
+    %s = tp.link 1 sends(%p) as ["l_p"] receives ["l_s"] : (tensor<4xf32>) -> tensor<4xf32>
+    func.return %s : tensor<4xf32>
+  }
+  func.func @decode(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %r = tp.chip_program on 0 (%x) {
+    ^bb0(%x0: tensor<4xf32>):
+      %y0 = func.call @layer.chip0(%x0) {tp.tag = "l0_"} : (tensor<4xf32>) -> tensor<4xf32>
+      %y1 = func.call @layer.chip1(%y0) {tp.tag = "l1_"} : (tensor<4xf32>) -> tensor<4xf32>
+      %y2 = func.call @layer.chip0(%y1) {tp.tag = "l2_"} : (tensor<4xf32>) -> tensor<4xf32>
+      tp.finish %y2 : tensor<4xf32>
+    } : (tensor<4xf32>) -> (tensor<4xf32>)
+    tp.chip_program on 1 (%x) {
+    ^bb0(%x1: tensor<4xf32>):
+      %y0 = func.call @layer.chip1(%x1) {tp.tag = "l0_"} : (tensor<4xf32>) -> tensor<4xf32>
+      %y1 = func.call @layer.chip1(%y0) {tp.tag = "l1_"} : (tensor<4xf32>) -> tensor<4xf32>
+      %y2 = func.call @layer.chip1(%y1) {tp.tag = "l2_"} : (tensor<4xf32>) -> tensor<4xf32>
+      tp.finish
+    } : (tensor<4xf32>) -> ()
+    func.return %r : tensor<4xf32>
+  }
+}
+
+// -----
+// ...and one inside a section, where its links would halt nothing.
+// CHECK-LABEL: error: 'func.call' of @layer.chip0, chip 0's per-chip function, outside a chip's program: only chip 0's program calls it, as one of its statements [not-linkable]
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func private @layer.chip0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {tp.chip = 0 : i64} {
+    %p = tp.link 1 sends() as [] receives ["l_p"] : () -> tensor<4xf32>
+    %s = tp.section "l_s" on [0] {
+      %0 = arith.addf %x, %p : tensor<4xf32>
+      tp.yield %0 : tensor<4xf32>
+    } : tensor<4xf32>
+    tp.link 2 sends(%s) as ["l_s"] receives [] : (tensor<4xf32>) -> ()
+    func.return %s : tensor<4xf32>
+  }
+  func.func private @layer.chip1(%x: tensor<4xf32>) -> tensor<4xf32> attributes {tp.chip = 1 : i64} {
+    %p = tp.section "l_p" on [1] {
+      %0 = func.call @layer.chip0(%x) {tp.tag = "l7_"} : (tensor<4xf32>) -> tensor<4xf32>
+      tp.yield %0 : tensor<4xf32>
+    } : tensor<4xf32>
+    %s = tp.link 1 sends(%p) as ["l_p"] receives ["l_s"] : (tensor<4xf32>) -> tensor<4xf32>
+    func.return %s : tensor<4xf32>
+  }
+  func.func @decode(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %r = tp.chip_program on 0 (%x) {
+    ^bb0(%x0: tensor<4xf32>):
+      %y0 = func.call @layer.chip0(%x0) {tp.tag = "l0_"} : (tensor<4xf32>) -> tensor<4xf32>
+      %y1 = func.call @layer.chip0(%y0) {tp.tag = "l1_"} : (tensor<4xf32>) -> tensor<4xf32>
+      %y2 = func.call @layer.chip0(%y1) {tp.tag = "l2_"} : (tensor<4xf32>) -> tensor<4xf32>
+      tp.finish %y2 : tensor<4xf32>
+    } : (tensor<4xf32>) -> (tensor<4xf32>)
+    tp.chip_program on 1 (%x) {
+    ^bb0(%x1: tensor<4xf32>):
+      %y0 = func.call @layer.chip1(%x1) {tp.tag = "l0_"} : (tensor<4xf32>) -> tensor<4xf32>
+      %y1 = func.call @layer.chip1(%y0) {tp.tag = "l1_"} : (tensor<4xf32>) -> tensor<4xf32>
+      %y2 = func.call @layer.chip1(%y1) {tp.tag = "l2_"} : (tensor<4xf32>) -> tensor<4xf32>
+      tp.finish
+    } : (tensor<4xf32>) -> ()
+    func.return %r : tensor<4xf32>
+  }
+}

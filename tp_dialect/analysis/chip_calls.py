@@ -198,6 +198,36 @@ def retag(ops: Iterable[Operation], tag: str) -> None:
                 op.label = StringAttr(in_layer(op.label.data, tag))
 
 
+def check_chip_calls(root: Operation) -> None:
+    """Every call to a per-chip function under ``root`` is a statement of the program of the
+    chip the function is for (its ``tp.chip``, an integer); else a located refusal
+    (``not-linkable``): anywhere else its links would halt nothing, or the wrong chip."""
+    for op in root.walk():
+        f = chip_function(op)
+        if f is None:
+            continue
+        name = f.sym_name.data
+        chip = f.attributes[CHIP_FUNCTION]
+        if not isinstance(chip, IntegerAttr):
+            raise TpReject.NOT_LINKABLE.at(
+                f, f"@{name}'s {CHIP_FUNCTION} is {chip}, not the index of the chip it is for"
+            )
+        c = chip.value.data
+        program = op.parent_op()
+        if not isinstance(program, ChipProgramOp):
+            raise TpReject.NOT_LINKABLE.at(
+                op,
+                f"'func.call' of @{name}, chip {c}'s per-chip function, outside a chip's "
+                f"program: only chip {c}'s program calls it, as one of its statements",
+            )
+        if program.chip_index != c:
+            raise TpReject.NOT_LINKABLE.at(
+                op,
+                f"chip {program.chip_index}'s program calls @{name}, chip {c}'s per-chip "
+                "function: a chip runs its own part of a function",
+            )
+
+
 def has_chip_calls(module: Operation) -> bool:
     """Whether ``module`` holds per-chip functions (programs that call them)."""
     return any(isinstance(op, FuncOp) and CHIP_FUNCTION in op.attributes for op in module.walk())
@@ -209,6 +239,7 @@ def flat_copy(module: ModuleOp) -> tuple[ModuleOp, dict[Operation, Operation]]:
     per-chip functions erased and every relay unrolled: the flat per-chip programs it
     stands for, as every analysis of flat programs reads them. Also each op of the copy's
     original (a call's inlined op: the function's op it was cloned from), for diagnostics."""
+    check_chip_calls(module)
     copy = module.clone()
     origin = dict(zip(copy.walk(), module.walk(), strict=True))
     for program in [op for op in copy.walk() if isinstance(op, ChipProgramOp)]:

@@ -20,7 +20,13 @@ from dataclasses import dataclass, field
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute
 
-from tp_dialect.analysis.chip_calls import ProgramLink, program_links, relay_steps_of, tag_of
+from tp_dialect.analysis.chip_calls import (
+    ProgramLink,
+    check_chip_calls,
+    program_links,
+    relay_steps_of,
+    tag_of,
+)
 from tp_dialect.analysis.relay import Copy, Deadlock, Halt, RelayStep, relay_schedule
 from tp_dialect.ops import BarrierOp, SectionOp, TransferOp
 from tp_dialect.program_ops import ChipProgramOp, RelayOp
@@ -58,6 +64,7 @@ def index_programs(func: FuncOp) -> ProgramIndex:
     is received as; raises a located TpDiagnostic (a TpReject reason) at the first op that
     breaks this."""
     index = ProgramIndex()
+    check_chip_calls(func.parent_op() or func)  # per-chip functions called where they may be
     for op in func.body.block.ops:
         if isinstance(op, SectionOp | TransferOp | BarrierOp):
             raise TpReject.SECTION_CHIP.at(
