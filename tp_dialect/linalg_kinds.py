@@ -23,8 +23,10 @@ pass or the runtime.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import TensorType
@@ -48,6 +50,12 @@ def nbytes(t: Attribute) -> int:
     a scalar (it lives in a register, not in HBM)."""
     if not isinstance(t, TensorType):
         return 0
+    return _tensor_bytes(t)
+
+
+@functools.lru_cache(maxsize=4096)
+def _tensor_bytes(t: TensorType[Any]) -> int:
+    # Asked for the same few types again and again (the model, per event): once each.
     return math.prod(t.get_shape()) * numpy_dtype(t.element_type).itemsize
 
 
