@@ -106,3 +106,33 @@ def test_identical_layers_fold_to_one_layer() -> None:
     assert repeat.stride_list == [2, 1]
     assert repeat.rounds.value.data * 12 <= rounds(steps)
     assert _unrolled(ops) == steps
+
+
+def test_a_long_schedule_with_no_repeat_is_searched_in_bounded_work() -> None:
+    """Two chips ping-pong 1,500 untagged buffers, then run two tagged layers that differ
+    (no repeat exists). The search looks only where the tags' first copies are: one over
+    every start and length (tp's first version) grew with the cube of the rounds, 15 s at
+    400 rounds, about 13 minutes at these 1,505. The schedule is kept as it is."""
+    chip0 = [Halt(0, frozenset(), frozenset())]
+    chip1 = [Halt(0, frozenset(), frozenset())]
+    for k in range(1500):
+        chip0.append(Halt(len(chip0), frozenset({f"a{k}"}), frozenset({f"b{k}"})))
+        chip1.append(Halt(len(chip1), frozenset({f"b{k}"}), frozenset({f"a{k}"})))
+    chip0 += [
+        Halt(len(chip0), frozenset(), frozenset({"l0_p1"})),
+        Halt(len(chip0) + 1, frozenset({"l0_sum"}), frozenset()),
+        Halt(len(chip0) + 2, frozenset(), frozenset({"l1_p1", "l1_q"})),
+        Halt(len(chip0) + 3, frozenset({"l1_sum"}), frozenset()),
+        Halt(len(chip0) + 4, frozenset(), frozenset()),
+    ]
+    chip1 += [
+        Halt(len(chip1), frozenset({"l0_p1"}), frozenset({"l0_sum"})),
+        Halt(len(chip1) + 1, frozenset({"l1_p1"}), frozenset()),
+        Halt(len(chip1) + 2, frozenset({"l1_q"}), frozenset({"l1_sum"})),
+        Halt(len(chip1) + 3, frozenset(), frozenset()),
+    ]
+    steps = relay_schedule({0: chip0, 1: chip1})
+    assert rounds(steps) > 1500
+    ops = relay_ops(steps, ["l0_", "l1_"], 2)
+    assert not any(isinstance(op, RelayRepeatOp) for op in ops)
+    assert _unrolled(ops) == steps

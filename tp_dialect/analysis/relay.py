@@ -135,18 +135,40 @@ class Repeat:
     strides: tuple[int, ...]
 
 
+_LEAD = 8
+"""How many rounds before its first copy a repeated block may start."""
+
+
 def find_repeat(steps: Sequence[RelayStep], tags: Sequence[str], n_chips: int) -> Repeat | None:
     """The longest run of rounds of ``steps`` that is one block of rounds repeated — time i
     the first `shifted` by i — at least twice, trying a count of ``len(tags)`` calls down to
     two fewer (a first or last call may differ: it stays outside); None if there is none.
-    Cheap: every candidate stops at its first mismatching step."""
+
+    Bounded: a block's length is the distance in rounds between the first copies of two
+    consecutive call tags, and it starts at most `_LEAD` rounds before the first copy of its
+    first tag; each candidate is checked step by step and stops at its first mismatch. So
+    the work is a fixed number of candidates, each at most the schedule's size — never a
+    search over every start and length of a long schedule."""
     by_round: dict[int, list[RelayStep]] = defaultdict(list)
+    first_copy: dict[int, int] = {}  # tag index -> the round of its first copy
     for s in steps:
         by_round[s.round].append(s)
+        if isinstance(s, Copy) and (j := tag_index(s.tensor, tags)) is not None:
+            first_copy.setdefault(j, s.round)
     total = rounds(steps)
     for count in range(len(tags), max(len(tags) - 3, 1), -1):
-        for length in range(1, total // count + 1):
-            for first in range(0, total - count * length + 1):
+        for j in range(len(tags) - count + 1):  # the tag of the block's first time
+            if j not in first_copy or j + 1 not in first_copy:
+                continue
+            length = first_copy[j + 1] - first_copy[j]
+            if length < 1 or count * length > total:
+                continue
+            # The block starts where its first copy is, or a few rounds before (the runs
+            # leading up to it): at most _LEAD candidates, so the search stays linear.
+            lead = min(length, _LEAD)
+            for first in range(max(0, first_copy[j] - lead + 1), first_copy[j] + 1):
+                if first + count * length > total:
+                    break
                 strides = _strides(by_round, first, length, n_chips)
                 if strides is not None and _repeats(by_round, first, length, count, strides, tags):
                     return Repeat(first, length, count, strides)
