@@ -13,7 +13,8 @@ tp-transfers) and the phased one (tp-phase):
 - sequential and phase modes: the reports' JSON (step time, its parts per step and per layer,
   bytes moved, memory per chip, both bounds) and the timelines (every slice and flow, layer by
   layer) are equal to the flat program's, float for float;
-- relay and dataflow modes through ``tp-run``'s lowering (tp-link-points inlines the calls):
+- relay and dataflow modes through ``tp-run``'s lowering (tp-link-points writes per-chip
+  functions, each call a frame of the model):
   equal likewise;
 - ``pipeline_stats`` gives the flat program's rows (every layer, not the prologue alone);
 - ``tp-run --dry-run`` in sequential and phase modes takes the outlined file and reports what
@@ -121,7 +122,7 @@ def test_sequential_and_phase_modes_model_the_flat_program(chips: int, stage: st
 
 @pytest.mark.parametrize("chips", [2, 4])
 def test_relay_and_dataflow_through_tp_runs_lowering_model_the_flat_program(chips: int) -> None:
-    """tp-run lowers a copy for these modes; tp-link-points inlines the calls first."""
+    """tp-run lowers a copy for these modes, down to per-chip functions the programs call."""
     outlined, flat = pair(tiny(chips=chips, layers=2), PHASED)
     modes = ["relay", "dataflow"]
     want, got = model_modes(flat, SN40L, modes), model_modes(outlined, SN40L, modes)
