@@ -16,11 +16,13 @@ each call expands them by its call tag (``tp.tag = "l3_"``: ``l_c1_o`` → ``l3_
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-from xdsl.dialects.builtin import IntegerAttr, StringAttr, i64
+from xdsl.dialects.builtin import IntegerAttr, i64
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import BlockArgument, Operation, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 
 from tp_dialect.analysis.call_summary import CallSummary
 from tp_dialect.analysis.link_points import link_points, runs_on
@@ -43,14 +45,29 @@ class ChipFunctions:
     gives: dict[int, list[SSAValue]] = field(default_factory=dict[int, list[SSAValue]])
     host: list[SectionOp] = field(default_factory=list[SectionOp])
 
+    @property
+    def returned(self) -> list[SSAValue]:
+        """What the callee returns, in order: the values a call's results stand for."""
+        ret = self.callee.body.block.last_op
+        assert isinstance(ret, ReturnOp)
+        return list(ret.operands)
+
+
+ChipBlock = Callable[..., tuple[Block, list[BlockArgument], dict[Any, SSAValue]]]
+"""tp-link-points' builder of a chip's part of a function (`link_points.chip_block`): the
+same for programs and for per-chip functions."""
+
 
 def chip_functions(
-    callee: FuncOp, n_chips: int, prov: Provenance, calls: dict[FuncOp, CallSummary]
+    callee: FuncOp,
+    n_chips: int,
+    prov: Provenance,
+    calls: dict[FuncOp, CallSummary],
+    chip_block: ChipBlock,
 ) -> ChipFunctions:
-    """``callee`` split into one function per chip, inserted after it (module docstring);
-    the callee itself is left for the caller to erase once no call names it."""
-    from tp_dialect.passes.link_points import chip_block  # one builder for programs and these
-
+    """``callee`` split into one function per chip, inserted after it (module docstring),
+    each chip's part built by ``chip_block``; the callee itself is left for the caller to
+    erase once no call names it."""
     plans = link_points(callee, n_chips, calls, start=False)
     for op in statements(callee):
         if not isinstance(op, SectionOp) and op.name == "func.call":
@@ -98,8 +115,3 @@ def chip_functions(
         result.takes[c] = [a.index for a in inputs]
         result.gives[c] = gives
     return result
-
-
-def tag_attr(tag: str) -> StringAttr:
-    """The ``tp.tag`` of a per-chip call: the call tag its buffers and labels expand by."""
-    return StringAttr(tag)

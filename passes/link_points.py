@@ -34,6 +34,7 @@ from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from tp_dialect.analysis.call_summary import CallSummary, Summaries
+from tp_dialect.analysis.chip_calls import TAG
 from tp_dialect.analysis.link_points import ChipPlan, link_points, runs_on
 from tp_dialect.analysis.provenance import Provenance
 from tp_dialect.analysis.touch import captured, collective, is_constant, statements
@@ -68,9 +69,10 @@ def _host_outputs(
     for s in sections:
         if isinstance(s, CallOp):
             cf = split[_callee_of(s)]
+            returned = set(cf.returned)
             for c, gives in cf.gives.items():
                 for v in gives:
-                    if not _returned(cf, v):
+                    if v not in returned:  # a shard for the callee's host store
                         out.setdefault((s, v), c)
         elif not runs_on(s):
             coll = collective(s)
@@ -81,34 +83,19 @@ def _host_outputs(
         owner = v.owner
         if isinstance(owner, SectionOp) and (chips := runs_on(owner)):
             out.setdefault(v, min(prov.home(v) & set(chips) or chips))
-        elif isinstance(owner, CallOp) and owner in split_calls(split, owner):
+        elif isinstance(owner, CallOp) and callee(owner) in split:
             cf = split[_callee_of(owner)]
-            inner = _callee_return(cf)[v.index]  # type: ignore[attr-defined]
+            inner = cf.returned[v.index]  # type: ignore[attr-defined]
             chips = [c for c, gives in cf.gives.items() if inner in gives]
             if chips:
                 out.setdefault(v, min(chips))
     return out
 
 
-def split_calls(split: dict[FuncOp, ChipFunctions], call: CallOp) -> set[CallOp]:
-    """``{call}`` when ``call`` names a function split per chip, else nothing."""
-    return {call} if callee(call) in split else set()
-
-
 def _callee_of(call: CallOp) -> FuncOp:
     f = callee(call)
     assert f is not None
     return f
-
-
-def _callee_return(cf: ChipFunctions) -> list[SSAValue]:
-    ret = cf.callee.body.block.last_op
-    assert isinstance(ret, ReturnOp)
-    return list(ret.operands)
-
-
-def _returned(cf: ChipFunctions, v: SSAValue) -> bool:
-    return v in _callee_return(cf)
 
 
 LowerCall = Callable[[CallOp, int, dict[Any, SSAValue], Block], None]
@@ -192,9 +179,9 @@ def split_programs(
             [mapping[call.arguments[i]] for i in cf.takes[c]],
             [r for r in target.function_type.outputs],
         )
-        new.attributes["tp.tag"] = StringAttr(tags[call])
+        new.attributes[TAG] = StringAttr(tags[call])
         into.add_op(new)
-        returned = _callee_return(cf)
+        returned = cf.returned
         for inner, r in zip(cf.gives[c], new.results, strict=True):
             r.name_hint = in_layer(inner.name_hint or "", tags[call]) or None
             mapping[(call, inner)] = r
@@ -271,7 +258,7 @@ def _host_stores(
         store.results[0].name_hint = in_layer(s.outs[0].name_hint or "", tag) or None
         block.insert_op_before(store, before)
         made[s.outs[0]] = store.results[0]
-    for j, v in enumerate(_callee_return(cf)):
+    for j, v in enumerate(cf.returned):
         if v in made:
             host[call.results[j]] = made[v]
 
@@ -302,7 +289,7 @@ class TpLinkPoints(ModulePass):
                     summary = summaries.of(f)
                     assert summary is not None  # recursion was refused by lowered_of
                     calls[f] = summary
-            split = {f: chip_functions(f, n, prov, calls) for f in calls}
+            split = {f: chip_functions(f, n, prov, calls, chip_block) for f in calls}
             split_programs(func, n, prov, split, calls)
             for f in split:  # private, and no call names it any more
                 if f.sym_visibility is not None and f.sym_visibility.data == "private":

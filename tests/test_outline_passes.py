@@ -8,9 +8,9 @@ Invariants checked:
   transfers in the callee; tp-phase phases the callee once and gives each call a phase of its
   own in ``@decode``;
 - outlined and flat programs give bitwise the same outputs at every stage (source, after
-  tp-relocate and tp-transfers, after tp-phase, as per-chip programs under the relay, which
-  tp-link-points splits into per-chip functions), tiny Qwen3 at N = 1, 2, 4, 8, under value and storage
-  semantics, and for the other all-reduce algorithms, tp-fuse and the fused epilogue;
+  tp-relocate and tp-transfers, after tp-phase, as per-chip programs under the relay, the
+  outlined ones calling per-chip functions), tiny Qwen3 at N = 1, 2, 4, 8, under value and
+  storage semantics, and for the other all-reduce algorithms, tp-fuse and the fused epilogue;
 - a certified outlined program stays certified through the passes that keep the
   certificate (tp-raise-allreduce, tp-transfers, tp-phase, tp-link-points, tp-relay,
   tp-inline), and tp-verify agrees at every stage;

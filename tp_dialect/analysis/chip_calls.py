@@ -16,6 +16,11 @@ analysis of halts and buffers reads the program through `program_links`:
 `relay_steps_of` unrolls a ``tp.relay`` whose ``tp.relay_repeat`` writes one layer's rounds
 once. Both are linear in what they produce, which is bounded by the text: a repeat runs at
 most as many times as it lists tags.
+
+`check_chip_calls` refuses a per-chip function called anywhere but as a statement of its own
+chip's program. `flat_copy` is the flat per-chip programs a module stands for (each call's
+body in its place, `retag`-named; the relay unrolled), with each op's original: what
+tp-verify checks, MPI ranks run and tp-inline returns.
 """
 
 from __future__ import annotations
