@@ -41,6 +41,8 @@ from tp_dialect.passes.universe import lowered
 from tp_dialect.program_ops import ChipProgramOp
 from tp_dialect.runtime.checkpoint import random_inputs, random_weights
 from tp_dialect.runtime.reference import run_program
+from tp_dialect.runtime.relay_exec import relay_steps
+from tp_dialect.signature import entry_function
 from tp_dialect.tools import tp_run
 from tp_dialect.tools.source import parse_module
 from tp_dialect.universe import tp_context
@@ -310,3 +312,6 @@ def test_flat_and_outlined_lowerings_agree(layers: int, chips: int, position: in
     assert_bitwise(want, run_program(flat, values, storage=True), "flat phased")
     programs = lowered(outlined, "tp-link-points")
     assert_bitwise(want, run_program(programs, values, storage=True), "per-chip programs")
+    # Per-chip functions halt and trade buffers as the flat programs they stand for do.
+    inlined = lowered(outlined, "tp-inline,tp-link-points")
+    assert relay_steps(entry_function(programs)) == relay_steps(entry_function(inlined))
