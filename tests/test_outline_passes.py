@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import CallOp, FuncOp
 
+from tp_dialect.analysis.programs import relay_steps
 from tp_dialect.analysis.stats import pipeline_stats
 from tp_dialect.certificate import status
 from tp_dialect.diagnostics import TpDiagnostic
@@ -41,7 +42,6 @@ from tp_dialect.passes.universe import lowered
 from tp_dialect.program_ops import ChipProgramOp
 from tp_dialect.runtime.checkpoint import random_inputs, random_weights
 from tp_dialect.runtime.reference import run_program
-from tp_dialect.runtime.relay_exec import relay_steps
 from tp_dialect.signature import entry_function
 from tp_dialect.tools import tp_run
 from tp_dialect.tools.source import parse_module

@@ -36,7 +36,7 @@ from xdsl.printer import Printer
 
 from tp_dialect.analysis.chip_calls import program_links, tag_of
 from tp_dialect.analysis.machine import MACHINES
-from tp_dialect.analysis.programs import check_programs, program_halts, programs
+from tp_dialect.analysis.programs import check_programs, program_halts, programs, relay_steps
 from tp_dialect.analysis.stats import pipeline_stats
 from tp_dialect.certificate import status
 from tp_dialect.diagnostics import TpDiagnostic
@@ -46,7 +46,6 @@ from tp_dialect.program_ops import CHIP_FUNCTION, LinkOp, RelayOp, RelayRepeatOp
 from tp_dialect.runtime.checkpoint import random_inputs, random_weights
 from tp_dialect.runtime.model import model
 from tp_dialect.runtime.reference import run_program
-from tp_dialect.runtime.relay_exec import relay_steps
 from tp_dialect.signature import entry_function
 from tp_dialect.tools.source import parse_module
 from tp_dialect.universe import tp_context

@@ -164,6 +164,15 @@ def schedule(func: FuncOp) -> list[RelayStep]:
         raise TpReject.DEADLOCK.at(progs[0], str(err)) from None
 
 
+def relay_steps(func: FuncOp) -> list[RelayStep]:
+    """The relay in ``func`` (a ``tp.relay`` op, its repeats unrolled), or the schedule
+    computed from its programs (the one tp-relay would write)."""
+    for op in func.body.block.ops:
+        if isinstance(op, RelayOp):
+            return [step for step, _ in relay_steps_of(op)]
+    return schedule(func)
+
+
 def _describe(program: ChipProgramOp) -> str:
     """A program's halts in a few words (a program may have hundreds of links)."""
     links = [link.halt for link in _links(program)]

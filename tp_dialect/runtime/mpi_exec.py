@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, TensorType
@@ -42,14 +42,15 @@ from xdsl.dialects.linalg.ops import GenericOp
 from xdsl.ir import Attribute, BlockArgument
 
 from tp_dialect.analysis.chip_calls import expanded_name, flat_copy, has_chip_calls, program_links
-from tp_dialect.analysis.programs import check_programs, index_programs
+from tp_dialect.analysis.programs import check_programs, index_programs, relay_steps
 from tp_dialect.analysis.relay import Copy
 from tp_dialect.dtypes import numpy_dtype
 from tp_dialect.program_ops import ChipProgramOp
 from tp_dialect.runtime.checkpoint import TensorSource, place_weights
-from tp_dialect.runtime.reference import bind
-from tp_dialect.runtime.relay_exec import ChipRunner, host_results, relay_steps
 from tp_dialect.signature import entry_function, ports
+
+if TYPE_CHECKING:  # the interpreter is loaded only when ranks run (not to list flags)
+    from tp_dialect.runtime.relay_exec import ChipRunner
 
 RELAYS: tuple[str, ...] = ("direct", "host")
 TEST_EXIT_ENV = "TP_MPI_TEST_EXIT_RANK"
@@ -243,6 +244,9 @@ def run_mpi(
     which loads only its own share. A world that does not fit the programs raises MpiError
     on every rank alike before anything is loaded; any other error is its rank's
     own, and the caller must abort the world (`abort`)."""
+    from tp_dialect.runtime.reference import bind
+    from tp_dialect.runtime.relay_exec import ChipRunner, host_results
+
     mpi = load_mpi()
     comm = mpi.COMM_WORLD if comm is None else comm
     rank = comm.Get_rank()

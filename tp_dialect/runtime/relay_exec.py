@@ -30,11 +30,10 @@ from tp_dialect.analysis.chip_calls import (
     chip_function,
     expanded_name,
     program_links,
-    relay_steps_of,
     tag_of,
 )
-from tp_dialect.analysis.programs import check_programs, schedule
-from tp_dialect.analysis.relay import Copy, RelayStep
+from tp_dialect.analysis.programs import check_programs, relay_steps
+from tp_dialect.analysis.relay import Copy
 from tp_dialect.ops import SectionOp, ShardOp
 from tp_dialect.program_ops import ChipProgramOp, FinishOp, LinkOp, RelayOp
 from tp_dialect.runtime.numpy_impls import LocatingInterpreter, NumpyFunctions, own_storage
@@ -172,15 +171,6 @@ class ChipRunner:
                 continue
             results = interp.run_op(op, interp.get_values(op.operands))
             interp.set_values(zip(op.results, results, strict=True))
-
-
-def relay_steps(func: FuncOp) -> list[RelayStep]:
-    """The relay in ``func`` (a ``tp.relay`` op, its repeats unrolled), or the schedule
-    computed from its programs."""
-    for op in func.body.block.ops:
-        if isinstance(op, RelayOp):
-            return [step for step, _ in relay_steps_of(op)]
-    return schedule(func)  # the same schedule tp-relay would emit
 
 
 def run_linked(

@@ -19,7 +19,7 @@ from tp_dialect.analysis.call_runs import Frame, Runs
 from tp_dialect.analysis.chip_calls import ProgramLink, program_links, program_ops
 from tp_dialect.analysis.cost import nbytes
 from tp_dialect.analysis.machine import Machine
-from tp_dialect.analysis.programs import check_programs, index_programs
+from tp_dialect.analysis.programs import check_programs, index_programs, relay_steps
 from tp_dialect.analysis.relay import Copy
 from tp_dialect.ops import SectionOp
 from tp_dialect.program_ops import ChipProgramOp, LinkOp
@@ -30,7 +30,6 @@ from tp_dialect.runtime.model.core import (
 )
 from tp_dialect.runtime.model.memory import MemEvent, program_streams
 from tp_dialect.runtime.model.report import ModelReport
-from tp_dialect.runtime.relay_exec import relay_steps
 from tp_dialect.runtime.timeline import Flow, Slice, Timeline
 from tp_dialect.signature import entry_function
 
