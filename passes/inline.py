@@ -45,6 +45,7 @@ from xdsl.rewriter import InsertPoint
 from xdsl.traits import SymbolTable
 
 from tp_dialect.analysis.chip_calls import flat_copy, has_chip_calls, retag
+from tp_dialect.analysis.programs import check_programs, programs
 from tp_dialect.certificate import kept
 from tp_dialect.names import call_tag
 from tp_dialect.passes.phase import renumber
@@ -171,7 +172,11 @@ class TpInline(ModulePass):
             if has_chip_calls(op):
                 # Per-chip programs calling per-chip functions: the flat programs the calls
                 # stand for (links numbered, buffers named as each call runs them; the relay
-                # unrolled), as tp-link-points writes them for a flat program.
+                # unrolled), as tp-link-points writes them for a flat program — once the
+                # programs and their relay are known to fit, refused where they are written.
+                for f in op.ops:
+                    if isinstance(f, FuncOp) and len(f.body.blocks) == 1 and programs(f):
+                        check_programs(f)
                 flat, _ = flat_copy(op)
                 for old in list(op.body.block.ops):
                     old.detach()

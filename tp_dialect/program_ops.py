@@ -31,6 +31,7 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
+from tp_dialect.grid import require_chips
 from tp_dialect.ops import _check_chip
 
 CHIP_FUNCTION = "tp.chip"
@@ -310,22 +311,48 @@ class RelayRepeatOp(IRDLOperation):
             )
         if len(set(self.tag_list)) != len(self.tag_list):
             raise VerifyException("'tp.relay_repeat' lists a call tag twice")
+        if self.strides.elt_type != i64:
+            raise VerifyException(
+                f"'tp.relay_repeat' strides are {self.strides.elt_type}, not i64 halt counts"
+            )
+        n_chips = require_chips(self)
+        if len(self.stride_list) != n_chips:
+            raise VerifyException(
+                f"'tp.relay_repeat' gives {len(self.stride_list)} strides for "
+                f"{n_chips} chip{'s' if n_chips != 1 else ''}: one halt stride per chip"
+            )
+        if any(x < 0 for x in self.stride_list):
+            raise VerifyException("'tp.relay_repeat' strides are halts moved on: none negative")
+        steps = [op for op in self.body.block.ops if isinstance(op, RunToOp | CopyOp)]
+        body_rounds = [op.round.value.data for op in steps]
+        if body_rounds and max(body_rounds) - min(body_rounds) >= rounds:
+            raise VerifyException(
+                f"'tp.relay_repeat' every {rounds} rounds holds rounds {min(body_rounds)} to "
+                f"{max(body_rounds)}: each time must come after the one before"
+            )
+        # Unrolled, every round and halt stays an i64 (each time's are the body's moved on).
+        last = count - 1
+        highest = [op.round.value.data + last * rounds for op in steps]
+        highest += [
+            op.halt.value.data + last * self.stride_list[op.chip.value.data]
+            for op in steps
+            if isinstance(op, RunToOp) and 0 <= op.chip.value.data < n_chips
+        ]
+        if highest and max(highest) >= 2**63:
+            raise VerifyException(
+                f"'tp.relay_repeat' {count} times every {rounds} rounds runs past the largest "
+                "round or halt an i64 holds"
+            )
         if count > len(self.tag_list):
             # Each time is one call's: the unrolled relay is never longer than its text.
             raise VerifyException(
                 f"'tp.relay_repeat' {count} times lists {len(self.tag_list)} call tags: it "
                 "runs at most once per tag"
             )
-        n = len(self.stride_list)
         for op in self.body.block.ops:
             if not isinstance(op, RunToOp | CopyOp):
                 raise VerifyException(
                     f"'tp.relay_repeat' holds only 'tp.run_to' and 'tp.copy' steps, not '{op.name}'"
-                )
-            if isinstance(op, RunToOp) and not 0 <= op.chip.value.data < n:
-                raise VerifyException(
-                    f"'tp.relay_repeat' runs chip {op.chip.value.data} but gives strides for "
-                    f"{n} chips"
                 )
             if isinstance(op, CopyOp):
                 j = tag_index(op.tensor.data, self.tag_list)

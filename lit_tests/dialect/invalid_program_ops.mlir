@@ -319,7 +319,7 @@ builtin.module attributes {tp.chips = 2 : i64} {
 builtin.module attributes {tp.chips = 2 : i64} {
   func.func @f() {
     tp.relay {
-// CHECK-LABEL: error: 'tp.relay_repeat' runs chip 1 but gives strides for 1 chips
+// CHECK-LABEL: error: 'tp.relay_repeat' gives 1 strides for 2 chips: one halt stride per chip
 // CHECK-NEXT: tp.relay_repeat 2 times
       tp.relay_repeat 2 times every 1 rounds strides array<i64: 1> tags ["l0_", "l1_"] {
         tp.run_to round 0 chip 1 halt 1
@@ -382,6 +382,63 @@ builtin.module attributes {tp.chips = 2 : i64} {
   func.func @f() {
     tp.relay_repeat 1 times every 1 rounds strides array<i64: 1, 1> tags ["l0_"] {
       tp.run_to round 0 chip 0 halt 1
+    }
+    func.return
+  }
+}
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @f() {
+    tp.relay {
+// CHECK-LABEL: error: 'tp.relay_repeat' strides are f32, not i64 halt counts
+// CHECK-NEXT: tp.relay_repeat 2 times
+      tp.relay_repeat 2 times every 1 rounds strides array<f32: 4.5, 2.0> tags ["l0_", "l1_"] {
+        tp.run_to round 0 chip 0 halt 1
+      }
+    }
+    func.return
+  }
+}
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @f() {
+    tp.relay {
+// CHECK-LABEL: error: 'tp.relay_repeat' strides are halts moved on: none negative
+// CHECK-NEXT: tp.relay_repeat 2 times
+      tp.relay_repeat 2 times every 1 rounds strides array<i64: -4, 2> tags ["l0_", "l1_"] {
+        tp.run_to round 0 chip 0 halt 1
+      }
+    }
+    func.return
+  }
+}
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @f() {
+    tp.relay {
+// CHECK-LABEL: error: 'tp.relay_repeat' every 1 rounds holds rounds 0 to 1: each time must come after the one before
+// CHECK-NEXT: tp.relay_repeat 2 times
+      tp.relay_repeat 2 times every 1 rounds strides array<i64: 1, 1> tags ["l0_", "l1_"] {
+        tp.run_to round 0 chip 0 halt 1
+        tp.run_to round 1 chip 1 halt 1
+      }
+    }
+    func.return
+  }
+}
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @f() {
+    tp.relay {
+// CHECK-LABEL: error: 'tp.relay_repeat' 2 times every 4611686018427387904 rounds runs past the largest round or halt an i64 holds
+// CHECK-NEXT: tp.relay_repeat 2 times
+      tp.relay_repeat 2 times every 4611686018427387904 rounds strides array<i64: 1, 1> tags ["l0_", "l1_"] {
+        tp.run_to round 4611686018427387904 chip 0 halt 1
+      }
     }
     func.return
   }

@@ -32,6 +32,7 @@ from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, 
 from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.ir import Operation
 from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import SymbolTable
 
 from tp_dialect.analysis.relay import Copy, RelayStep, RunTo, shifted
 from tp_dialect.analysis.values import callee
@@ -210,6 +211,15 @@ def check_chip_calls(root: Operation) -> None:
     for op in root.walk():
         f = chip_function(op)
         if f is None:
+            if isinstance(op, CallOp) and isinstance(
+                g := SymbolTable.lookup_symbol(op, op.callee), FuncOp
+            ):
+                if CHIP_FUNCTION in g.attributes:  # marked, but not a body to run
+                    raise TpReject.NOT_LINKABLE.at(
+                        op,
+                        f"'func.call' of @{g.sym_name.data}, a per-chip function with no body "
+                        "of one block ending in func.return: a chip cannot run it",
+                    )
             continue
         name = f.sym_name.data
         chip = f.attributes[CHIP_FUNCTION]

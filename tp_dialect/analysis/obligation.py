@@ -79,9 +79,17 @@ def check_obligation(module: ModuleOp) -> Provenance:
         check_dominance(module)
     except VerifyException as err:
         raise TpDiagnostic(getattr(err, "op", None), str(err)) from None
+    for op in module.walk():
+        if (
+            isinstance(op, func.FuncOp)
+            and len(op.body.blocks) == 1  # more blocks mean branches: refused as opaque below
+            and any(isinstance(inner, ChipProgramOp) for inner in op.body.block.ops)
+        ):
+            check_programs(op)  # one program a chip, buffers sent once, received as sent
     if has_chip_calls(module):
         # Per-chip programs calling per-chip functions mean their bodies in place of the
-        # calls: the flat programs are what is checked, every call's copy of the function
+        # calls: the flat programs are what is checked (the programs and their relay were
+        # checked above, where they are written), every call's copy of the function
         # included, so the certificate covers the functions in every call; a violation is
         # named at the op of the module it was copied from.
         flat, origin = flat_copy(module)
@@ -91,13 +99,6 @@ def check_obligation(module: ModuleOp) -> Provenance:
             if err.op is None:
                 raise
             raise TpDiagnostic(origin.get(err.op, err.op), err.message) from None
-    for op in module.walk():
-        if (
-            isinstance(op, func.FuncOp)
-            and len(op.body.blocks) == 1  # more blocks mean branches: refused as opaque below
-            and any(isinstance(inner, ChipProgramOp) for inner in op.body.block.ops)
-        ):
-            check_programs(op)  # one program a chip, buffers sent once, received as sent
     prov = Provenance(module)
     index = ModuleIndex(module)
     entries = _entries(module, index)
