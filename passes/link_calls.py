@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xdsl.dialects.builtin import IntegerAttr, i64
-from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 
 from tp_dialect.analysis.call_summary import CallSummary
@@ -70,7 +70,7 @@ def chip_functions(
     erase once no call names it."""
     plans = link_points(callee, n_chips, calls, start=False)
     for op in statements(callee):
-        if not isinstance(op, SectionOp) and op.name == "func.call":
+        if isinstance(op, CallOp):  # a lowered call: a statement of its own
             raise TpReject.NOT_LINKABLE.at(
                 op,
                 "a call inside a function that is split per chip: per-chip functions do not "

@@ -261,15 +261,17 @@ def check_relay(relay: RelayOp, index: ProgramIndex) -> None:
             )
 
 
-def check_programs(func: FuncOp) -> None:
+def check_programs(func: FuncOp) -> ProgramIndex:
     """``func``'s chip programs fit together and every ``tp.relay`` in it fits them: one
     program per chip, each buffer name sent once, received only by other chips and as the
     type it was sent as, never received unsent, and every relay step possible; otherwise a
     located TpDiagnostic naming the chips, the buffer and the types, ending with its TpReject
     reason (duplicate-program, duplicate-send, self-copy, link-type, deadlock). ``func`` must
-    have passed its ops' own verifiers (a link's names and values pair up)."""
+    have passed its ops' own verifiers (a link's names and values pair up). Returns the
+    programs' index (`index_programs`), so a caller need not build it again."""
     index = index_programs(func)
     schedule(func)  # some order runs every chip to its end: no deadlock
     for op in func.body.block.ops:
         if isinstance(op, RelayOp):
             check_relay(op, index)
+    return index

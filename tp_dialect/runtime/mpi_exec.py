@@ -42,7 +42,7 @@ from xdsl.dialects.linalg.ops import GenericOp
 from xdsl.ir import Attribute, BlockArgument
 
 from tp_dialect.analysis.chip_calls import expanded_name, flat_copy, has_chip_calls, program_links
-from tp_dialect.analysis.programs import check_programs, index_programs, relay_steps
+from tp_dialect.analysis.programs import check_programs, relay_steps
 from tp_dialect.analysis.relay import Copy
 from tp_dialect.dtypes import numpy_dtype
 from tp_dialect.program_ops import ChipProgramOp
@@ -257,8 +257,7 @@ def run_mpi(
         # flat programs its calls stand for (the same ops in the same order: the same bits).
         module, _ = flat_copy(module)
     func = entry_function(module)
-    check_programs(func)
-    index = index_programs(func)
+    index = check_programs(func)
     wire = _Wire(comm, mpi, list(index.sent))
     given = inputs() if rank == 0 else None
     t0 = time.perf_counter()

@@ -42,12 +42,13 @@ from tp_dialect.analysis.cost import (
 from tp_dialect.analysis.folds import find_folds
 from tp_dialect.analysis.machine import Machine
 from tp_dialect.analysis.manifest import Collective, one_per_sum, read_manifest
+from tp_dialect.analysis.programs import programs
 from tp_dialect.analysis.touch import storage
 from tp_dialect.analysis.values import origin, sent_values, visible
 from tp_dialect.attrs import chip_of
 from tp_dialect.grid import stated_chips
 from tp_dialect.ops import AllReduceOp, SectionOp, ShardOp, UnshardOp
-from tp_dialect.program_ops import ChipProgramOp, chip_group
+from tp_dialect.program_ops import chip_group
 from tp_dialect.runtime.model.core import chips_of, placed_in
 from tp_dialect.runtime.model.memory import Held, holdings, weight_bytes
 from tp_dialect.signature import entry_function
@@ -65,7 +66,7 @@ def allreduces(func: FuncOp, runs: Runs | None = None) -> list[int]:
     (every ``tp.allreduce`` in program order, then every fold), calls expanded in place."""
     sends = sent_values(func)
     runs = runs or Runs(func)
-    if any(chip_function(op) is not None for f in runs.frames for op in (f.call,) if op):
+    if any(f.call is not None and chip_function(f.call) is not None for f in runs.frames):
         return _chip_call_sums(func)
     if runs.flat:
         module = func.parent_op()
@@ -102,8 +103,8 @@ def _chip_call_sums(func: FuncOp) -> list[int]:
                 Collective(fold.result, fold.partials, (fold.ops,))
             )
     tags: dict[str, list[str]] = {}
-    for program in func.body.block.ops:
-        for op in program.regions[0].block.ops if isinstance(program, ChipProgramOp) else ():
+    for program in programs(func):
+        for op in program.body.block.ops:
             if (f := chip_function(op)) is not None and (g := chip_group(f)) is not None:
                 if tag_of(op) not in tags.setdefault(g, []):
                     tags[g].append(tag_of(op))

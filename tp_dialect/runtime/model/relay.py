@@ -19,7 +19,7 @@ from tp_dialect.analysis.call_runs import Frame, Runs
 from tp_dialect.analysis.chip_calls import ProgramLink, program_links, program_ops
 from tp_dialect.analysis.cost import nbytes
 from tp_dialect.analysis.machine import Machine
-from tp_dialect.analysis.programs import check_programs, index_programs, relay_steps
+from tp_dialect.analysis.programs import check_programs, relay_steps
 from tp_dialect.analysis.relay import Copy
 from tp_dialect.ops import SectionOp
 from tp_dialect.program_ops import ChipProgramOp, LinkOp
@@ -69,8 +69,7 @@ def simulate_relay(
     n = chips_of(module)
     # Programs that do not fit together, or a relay that does not fit them, are refused at
     # the op at fault before anything is modelled.
-    check_programs(func)
-    programs = index_programs(func).programs
+    programs = check_programs(func).programs
     if not programs:
         raise ModelError("relay mode needs per-chip programs: run tp-link-points first")
     report = ModelReport(machine, "relay", n)
