@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import stat
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
+
+from tp_dialect.runtime.files import OutputError, check_output, write_whole
 
 
 class UserError(Exception):
@@ -20,47 +20,23 @@ class LocatedError(Exception):
 
 
 def write_atomically(path: str, data: str | bytes) -> None:
-    """``path`` holds ``data`` whole, or is left as it was. A new file's mode follows the
-    umask, as ``open`` would make it; an existing file keeps its own."""
-    directory = os.path.dirname(os.path.abspath(path))
+    """``path`` holds ``data`` whole, or is left as it was; a device or FIFO is written
+    through, never replaced (`files.write_whole`)."""
     try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)
-    except OSError:
-        mode = 0o666 & ~_umask()
-    try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tp-", suffix=".tmp")
-    except OSError as err:  # the directory: say the user's path, not the temporary one
-        raise UserError(f"cannot write '{path}': {err.strerror}") from None
-    try:
-        with os.fdopen(fd, "wb" if isinstance(data, bytes) else "w") as f:
-            f.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+        write_whole(path, data)
+    except OutputError as err:
+        raise UserError(str(err)) from None
 
 
 def check_writable(*paths: str | None) -> None:
-    """Refuse, before any work, an output path that cannot be written: its directory
-    missing or read-only, or the path a directory. ``-`` and None are stdout / not asked."""
+    """Refuse, before any work, an output path that cannot be written (`files.check_output`).
+    ``-`` and None are stdout / not asked."""
     for path in paths:
-        if path is None or path == "-":
-            continue
-        directory = os.path.dirname(os.path.abspath(path))
-        if os.path.isdir(path):
-            raise UserError(f"cannot write '{path}': it is a directory")
-        if not os.path.isdir(directory):
-            raise UserError(f"cannot write '{path}': no directory '{directory}'")
-        if not os.access(directory, os.W_OK | os.X_OK):
-            raise UserError(f"cannot write '{path}': directory '{directory}' is not writable")
-
-
-def _umask() -> int:
-    """The process's umask (read by setting it: there is no getter; restored at once)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+        if path is not None and path != "-":
+            try:
+                check_output(path)
+            except OutputError as err:
+                raise UserError(str(err)) from None
 
 
 def write_output(path: str | None, text: str) -> None:

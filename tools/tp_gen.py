@@ -17,7 +17,7 @@ from tp_dialect.analysis.manifest import read_manifest
 from tp_dialect.frontend import gpt2, qwen3
 from tp_dialect.frontend.blocks import GenError
 from tp_dialect.frontend.models import ModelConfig, generate
-from tp_dialect.tools.common import UserError, run_tool, write_output
+from tp_dialect.tools.common import UserError, check_writable, run_tool, write_output
 from tp_dialect.tools.source import parse_module
 from tp_dialect.universe import tp_context
 
@@ -137,6 +137,7 @@ def gpt2_config_from(args: argparse.Namespace) -> gpt2.GPT2Config:
 
 def _main(argv: Sequence[str] | None) -> int:
     args = parser().parse_args(argv)
+    check_writable(args.output, args.manifest)
     cfg = config_from(args)
     text = generate(cfg, outline=args.outline)
     if args.manifest:

@@ -35,7 +35,13 @@ from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.passes import TP_PASSES
 from tp_dialect.passes.preconditions import entry_of
 from tp_dialect.signature import BindError
-from tp_dialect.tools.common import LocatedError, UserError, run_tool, write_output
+from tp_dialect.tools.common import (
+    LocatedError,
+    UserError,
+    check_writable,
+    run_tool,
+    write_output,
+)
 from tp_dialect.tools.source import (
     SourceMap,
     decode_source,
@@ -189,6 +195,7 @@ class TpOptMain(xDSLOptMain):
             raise LocatedError(located(name, source_map.locate(op), why)) from None
 
     def run(self) -> None:
+        check_writable(self.args.output_file)
         text, name = self._read_input()
         out = StringIO()
         for i, (chunk, offset) in enumerate(self._chunks(text)):

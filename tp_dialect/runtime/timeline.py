@@ -19,18 +19,18 @@ the enclosing slice, ``"bp": "e"``) to the slice it enters.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import math
 import numbers
 import os
-import secrets
 import textwrap
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
+
+from tp_dialect.runtime.files import write_whole
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -262,36 +262,6 @@ def chrome_trace(timeline: Timeline) -> dict[str, Any]:
     return {"traceEvents": meta + [entry[3] for entry in timed], "displayTimeUnit": "ns"}
 
 
-def _write_atomically(path: str | os.PathLike[str], data: bytes) -> None:
-    """Replace ``path`` with ``data`` whole, through a temporary file in the same directory.
-
-    On any failure the temporary file is removed and ``path`` is left as it was.
-    """
-    target = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(target))
-    while True:
-        temp = os.path.join(directory, f".{os.path.basename(target)}.{secrets.token_hex(6)}.tmp")
-        try:
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        except FileExistsError:
-            continue
-        break
-    handle = None
-    try:
-        handle = os.fdopen(fd, "wb")
-        with handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, target)
-    except BaseException:
-        if handle is None:
-            os.close(fd)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-        raise
-
-
 def write_chrome_trace(timeline: Timeline, path: str | os.PathLike[str]) -> None:
     """Writes :func:`chrome_trace` of ``timeline`` to ``path`` as strict JSON, whole or not at all.
 
@@ -300,7 +270,7 @@ def write_chrome_trace(timeline: Timeline, path: str | os.PathLike[str]) -> None
     disk) no temporary file is left behind and ``path`` keeps its old contents, if any.
     """
     text = json.dumps(chrome_trace(timeline), allow_nan=False, separators=(",", ":"))
-    _write_atomically(path, text.encode("utf-8"))
+    write_whole(path, text.encode("utf-8"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -463,4 +433,4 @@ def write_timeline_png(timeline: Timeline, path: str | os.PathLike[str], title: 
     :func:`chrome_trace` does; the write is atomic as in :func:`write_chrome_trace`.
     """
     index = _validate(timeline)
-    _write_atomically(path, _figure_png(timeline, index, title))
+    write_whole(path, _figure_png(timeline, index, title))
