@@ -22,7 +22,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from ir_helpers import SETTINGS, apply, parse
 from leak_injection import MUTATORS
-from programs import program, tiny
+from programs import program, tiny_on
 from random_programs import programs
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.printer import Printer
@@ -52,11 +52,7 @@ RANDOM_KINDS = sorted(set(MUTATORS) - {"drop-partial", "overlap-slices"})
 
 def qwen3(chips: int, fold: bool) -> Qwen3Config:
     """A one-layer tiny Qwen3 that N chips divide (dims scaled for N = 3, 5, 6, 7)."""
-    if 8 % chips == 0:
-        return tiny(chips=chips, layers=1, fold=fold)
-    return tiny(
-        chips=chips, layers=1, fold=fold, heads=2 * chips, kv_heads=chips, intermediate=16 * chips
-    )
+    return tiny_on(chips, layers=1, fold=fold)
 
 
 @functools.cache
