@@ -1,11 +1,13 @@
 """Every all-reduce algorithm x fused epilogue x N runs the whole pipeline, legal on every shim.
 
-On a tiny generated Qwen3 at N = 1, 2, 3, 4, 8, tp-legalize (the TP-wrapped shim over each base
-shim) checks the program after each stage of ``tp-fuse, tp-relocate{allreduce=… epilogue=…},
-tp-transfers, tp-phase, tp-link-points, tp-relay``: the all-reduce sections tp-relocate grows
-an epilogue into, the reduce-scatter folds tp-transfers writes for a twoshot, and the per-chip
-programs under the relay are all legal; and at every stage the outputs are the unsharded
-program's to f32 rounding, under value and storage semantics.
+On a tiny generated Qwen3 at N = 1, 2, 3, 4, 8, the pipeline ``tp-fuse, tp-relocate{allreduce=…
+epilogue=…}, tp-transfers, tp-phase, tp-link-points, tp-relay`` runs in-process, and tp-legalize
+(the TP-wrapped shim over each base shim) checks what tp-fuse and tp-relocate, tp-transfers and
+tp-relay wrote: the all-reduce sections tp-relocate grows an epilogue into, the reduce-scatter
+folds tp-transfers writes for a twoshot, and the per-chip programs under the relay are all
+legal; at every stage the outputs are the unsharded program's to f32 rounding, under value and
+storage semantics. (Failed before: the epilogue and reduce-scatter sections were refused as
+holding a collective's fold, and sn40l refused every tp.transfer, barrier and chip program.)
 """
 
 from __future__ import annotations
