@@ -23,7 +23,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from ir_helpers import SETTINGS, apply, parse
 from leak_injection import COVERAGE_KINDS, MUTATORS
-from programs import program, tiny
+from programs import program, tiny_on
 from random_programs import programs
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.printer import Printer
@@ -55,18 +55,7 @@ RANDOM_KINDS = sorted(set(MUTATORS) - {"drop-partial", "overlap-slices"} - COVER
 def qwen3(chips: int, fold: bool, fused: bool = False) -> Qwen3Config:
     """A one-layer tiny Qwen3 that N chips divide (dims scaled for N = 3, 5, 6, 7);
     ``fused``: packed qkv and gate_up projections (every chip's slice in several ranges)."""
-    packed = {"fused_qkv": fused, "fused_gate_up": fused}
-    if 8 % chips == 0:
-        return tiny(chips=chips, layers=1, fold=fold, **packed)
-    return tiny(
-        chips=chips,
-        layers=1,
-        fold=fold,
-        heads=2 * chips,
-        kv_heads=chips,
-        intermediate=16 * chips,
-        **packed,
-    )
+    return tiny_on(chips, layers=1, fold=fold, fused_qkv=fused, fused_gate_up=fused)
 
 
 @functools.cache

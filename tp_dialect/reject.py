@@ -61,6 +61,9 @@ class TpReject(Enum):
     PLAN_MISMATCH = "plan-mismatch"
     """tp-split: a plan entry that matches no argument, or a tensor it cannot cut (its rank,
     or N not dividing the axis)."""
+    ALIASED_ARGUMENTS = "aliased-arguments"
+    """A lowered call hands one storage to two parameters of a callee that writes one of them
+    in place: the callee's statements, ordered once for every call, take them for two."""
     DEADLOCK = "deadlock"
     """The relay: no chip can move before all have finished; each chip's halt is named."""
 
