@@ -4,7 +4,8 @@ Invariant: the result computes what the source computes — every value the plan
 N chip-local values (chip c's runs of one axis), every partial sum reaches the spine through
 one ``tp.allreduce``, every cut host output is stored by ``tp.unshard`` — or the pass refuses,
 naming the op, the value and why the cut cannot pass (``cannot-split``, ``plan-mismatch``);
-it never writes a program it cannot justify.
+it never writes a program it cannot justify. What it writes is certified where the shard
+obligation holds on it (tp-verify's check, run on the output).
 
 Cuts start at the weights the plan names (`tp_dialect.analysis.plan`) and move forward through
 the ops, one rule each (`tp_dialect.analysis.layouts` holds the arithmetic):
@@ -57,6 +58,7 @@ from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.linalg_kinds import contraction, is_zeros
 from tp_dialect.names import value_hint, value_name
 from tp_dialect.ops import AllReduceOp, ShardOp, UnshardOp
+from tp_dialect.passes.verify import certify_if_sound
 from tp_dialect.reject import TpReject
 from tp_dialect.signature import NAME_ATTR, ROLE_ATTR, entry_function
 
@@ -100,6 +102,9 @@ class TpSplit(ModulePass):
             if collecting:
                 gc.enable()
         op.attributes["tp.chips"] = IntegerAttr(self.chips, i64)
+        # What tp-split writes is a tensor-parallel program of its own: certify it where the
+        # shard obligation holds (tp-verify names why where it does not).
+        certify_if_sound(op)
 
 
 def _refuse_split_input(module: ModuleOp) -> None:
