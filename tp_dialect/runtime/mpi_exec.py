@@ -44,6 +44,7 @@ from xdsl.ir import Attribute, BlockArgument
 from tp_dialect.analysis.chip_calls import expanded_name, flat_copy, has_chip_calls, program_links
 from tp_dialect.analysis.programs import check_programs, relay_steps
 from tp_dialect.analysis.relay import Copy
+from tp_dialect.analysis.values import count_run
 from tp_dialect.dtypes import numpy_dtype
 from tp_dialect.program_ops import ChipProgramOp
 from tp_dialect.runtime.checkpoint import TensorSource, place_weights
@@ -162,16 +163,15 @@ def check_world(module: ModuleOp, size: int, relay: str) -> int:
 
 def linalg_ops(module: ModuleOp, rank: int) -> int:
     """How many ``linalg.generic`` ops rank ``rank`` runs in its step: those of chip
-    ``rank``'s program, and on rank 0 also the host's statements' (a rank past the last chip,
-    the host of ``relay="host"``, runs none) — what its progress counts up to."""
+    ``rank``'s program (each per-chip function it calls once per call), and on rank 0 also the
+    host's statements' (a rank past the last chip, the host of ``relay="host"``, runs none) —
+    what its progress counts up to."""
     func = entry_function(module)
     count = 0
     for op in func.body.block.ops:
-        if isinstance(op, ChipProgramOp):
-            if op.chip_index == rank:
-                count += sum(isinstance(inner, GenericOp) for inner in op.walk())
-        elif rank == 0:
-            count += sum(isinstance(inner, GenericOp) for inner in op.walk())
+        chip = op.chip_index if isinstance(op, ChipProgramOp) else 0  # the host's: rank 0
+        if chip == rank:
+            count += count_run(op, GenericOp)  # a per-chip function once per call
     return count
 
 
