@@ -46,6 +46,8 @@ from tp_dialect.analysis.programs import check_programs, relay_steps
 from tp_dialect.analysis.relay import Copy
 from tp_dialect.analysis.values import count_run
 from tp_dialect.dtypes import numpy_dtype
+from tp_dialect.grid import CHIPS_ATTR, stated_chips
+from tp_dialect.passes.preconditions import MAX_LOWERED_CHIPS
 from tp_dialect.program_ops import ChipProgramOp
 from tp_dialect.runtime.checkpoint import TensorSource, place_weights
 from tp_dialect.signature import entry_function, ports
@@ -139,18 +141,37 @@ class MpiRun:
     stats: list[RankStats]
 
 
+def program_chips(module: ModuleOp) -> int:
+    """The chips ``module`` runs on, one rank each: as many as its per-chip programs
+    (numbered 0..N-1), or, before it is split into them, the chip count it states, which the
+    lowering gives a program each (at most `MAX_LOWERED_CHIPS`). Reads no weights; raises
+    MpiError when there is nothing to run on ranks."""
+    chips = _programs(module)
+    if chips:
+        return len(chips)
+    n = stated_chips(module)
+    if n is None:
+        raise MpiError(
+            f"the program states no chip count (module attributes {{{CHIPS_ATTR} = N : i64}}): "
+            "MPI runs one rank per chip"
+        )
+    if n > MAX_LOWERED_CHIPS:
+        raise MpiError(
+            f"the program states {CHIPS_ATTR} = {n}: it is lowered to per-chip programs, one "
+            f"a rank, for at most {MAX_LOWERED_CHIPS} chips"
+        )
+    return n
+
+
 def check_world(module: ModuleOp, size: int, relay: str) -> int:
     """The number of chips of ``module``'s per-chip programs, once a world of ``size`` ranks
     fits them (one per chip, plus the host for ``relay="host"``); raises MpiError
     otherwise (alike on every rank), before anything is loaded."""
     if relay not in RELAYS:
         raise MpiError(f"unknown relay '{relay}' (one of {', '.join(RELAYS)})")
-    func = entry_function(module)
-    chips = sorted(op.chip_index for op in func.body.block.ops if isinstance(op, ChipProgramOp))
+    chips = _programs(module)
     if not chips:
         raise MpiError("the program has no per-chip programs to run on ranks")
-    if chips != list(range(len(chips))):
-        raise MpiError(f"the programs' chips {chips} are not 0..{len(chips) - 1}")
     want = len(chips) + (relay == "host")
     if size != want:
         host = " plus the host rank (--relay host)" if relay == "host" else ""
@@ -159,6 +180,16 @@ def check_world(module: ModuleOp, size: int, relay: str) -> int:
             f"so it runs on {want} rank(s)"
         )
     return len(chips)
+
+
+def _programs(module: ModuleOp) -> list[int]:
+    """The chips of ``module``'s per-chip programs, in order (none before it is split);
+    MpiError when they are not 0..N-1."""
+    func = entry_function(module)
+    chips = sorted(op.chip_index for op in func.body.block.ops if isinstance(op, ChipProgramOp))
+    if chips != list(range(len(chips))):
+        raise MpiError(f"the programs' chips {chips} are not 0..{len(chips) - 1}")
+    return chips
 
 
 def linalg_ops(module: ModuleOp, rank: int) -> int:
