@@ -223,6 +223,49 @@ def test_position_flag_at_the_cache_size_is_refused(program, capsys) -> None:
     )
 
 
+@pytest.mark.parametrize("position", [2**63 - 1, 2**63, 10**20])
+def test_position_flag_beyond_i64_or_the_cache_is_one_line(program, capsys, position) -> None:
+    code, _, err = run(
+        capsys, program, "--random-weights", 0, "--random-inputs", 0, "--position", position
+    )
+    assert code == 1 and "internal" not in err
+    [line] = error_lines(err)
+    if position > 2**63 - 1:
+        assert line == (
+            f"tp-run: error: position {position} does not fit argument 'position' "
+            "(i64: 0..9223372036854775807)"
+        )
+    else:
+        assert line == (
+            f"tp-run: error: position {position} is beyond the cache's 16 positions (0..15)"
+        )
+
+
+def test_position_flag_with_an_inputs_file_is_refused(program, tensors, tmp_path, capsys) -> None:
+    """--position with --inputs used to be ignored silently (the file's position ran): the
+    file holds the position with the caches filled up to it, so it is an error."""
+    weights, _ = tensors
+    module, _ = parse_module(tp_context(), program.read_text(), str(program))
+    at7 = save(tmp_path / "at7.npz", **random_inputs(module, 1, 7))
+    out = tmp_path / "out.npz"
+    code, stdout, err = run(
+        capsys, program, "--random-weights", 0, "--inputs", at7, "--position", 3, "--outputs", out
+    )
+    assert code == 1 and "ran " not in stdout and not out.exists()
+    assert error_lines(err) == [
+        "tp-run: error: --position 3 with --inputs: the inputs file holds the step's position, "
+        "with the caches filled up to it; set it there (--position is for --random-inputs)"
+    ]
+    # Nor is it ignored where nothing is random: a dry run, weights only.
+    for flags in (("--dry-run",), ("--random-weights", 0)):
+        code, _, err = run(capsys, program, *flags, "--position", 3)
+        assert code == 1
+        assert error_lines(err) == [
+            "tp-run: error: --position 3 is for --random-inputs, which is not given"
+        ]
+    assert run(capsys, program, "--random-weights", 0, "--inputs", at7)[0] == 0
+
+
 # -- input files -----------------------------------------------------------------------
 
 

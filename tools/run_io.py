@@ -77,6 +77,26 @@ def source_of(args: argparse.Namespace, module: ModuleOp) -> TensorSource:
     return source
 
 
+DEFAULT_POSITION = 3
+"""The step's position ``--random-inputs`` writes unless ``--position`` says."""
+
+
+def check_position(args: argparse.Namespace) -> None:
+    """Refuse ``--position`` where it would be ignored: it is the position
+    ``--random-inputs`` writes (and fills the caches up to); an ``--inputs`` file holds the
+    position together with the caches written up to it, so the flag cannot change one
+    without the other."""
+    if args.position is None or args.random_inputs is not None:
+        return
+    if args.inputs is not None:
+        raise UserError(
+            f"--position {args.position} with --inputs: the inputs file holds the step's "
+            "position, with the caches filled up to it; set it there (--position is for "
+            "--random-inputs)"
+        )
+    raise UserError(f"--position {args.position} is for --random-inputs, which is not given")
+
+
 def inputs_of(
     args: argparse.Namespace, module: ModuleOp, source: TensorSource | None = None
 ) -> dict[str, np.ndarray]:
@@ -85,7 +105,8 @@ def inputs_of(
     if args.inputs is None:
         if args.random_inputs is None:
             return {}
-        return random_inputs(module, args.random_inputs, args.position)
+        position = DEFAULT_POSITION if args.position is None else args.position
+        return random_inputs(module, args.random_inputs, position)
     given, notes = conform_inputs(module, read_npz(args.inputs), args.cast, source)
     note(notes)
     return given

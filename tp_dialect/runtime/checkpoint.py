@@ -367,9 +367,24 @@ def random_inputs(module: ModuleOp, seed: int, position: int) -> dict[str, np.nd
     """Random per-step values for every input and cache argument of ``module`` (by role): an
     integer input is the step's ``position``; a float input ~ N(0, 1); a cache holds
     N(0, 1) entries below ``position`` along its sequence axis and zeros from there on (all
-    zeros when it states no axis). Raises BindError when ``position`` is beyond a cache."""
-    rng = np.random.default_rng(seed)
+    zeros when it states no axis). Raises BindError, before making anything, when
+    ``position`` is beyond a cache or does not fit an integer input's dtype."""
     ins, _ = ports(entry_function(module))
+    for port in ins:  # every refusal before anything is made
+        axis = port.cache_axis if port.role == "cache" else None
+        if axis is not None and position >= port.shape[axis]:
+            raise BindError(
+                f"position {position} is beyond the cache's {port.shape[axis]} "
+                f"positions (0..{port.shape[axis] - 1})"
+            )
+        if port.role == "input" and port.numpy_dtype.kind in "iu":
+            top = int(np.iinfo(port.numpy_dtype).max)
+            if not 0 <= position <= top:
+                raise BindError(
+                    f"position {position} does not fit argument '{port.name}' "
+                    f"({port.dtype}: 0..{top})"
+                )
+    rng = np.random.default_rng(seed)
     out: dict[str, np.ndarray] = {}
     for port in ins:
         if port.role == "input":
@@ -381,11 +396,6 @@ def random_inputs(module: ModuleOp, seed: int, position: int) -> dict[str, np.nd
             cache = np.zeros(port.shape, port.numpy_dtype)
             axis = port.cache_axis
             if axis is not None:
-                if position >= port.shape[axis]:
-                    raise BindError(
-                        f"position {position} is beyond the cache's {port.shape[axis]} "
-                        f"positions (0..{port.shape[axis] - 1})"
-                    )
                 filled = (*port.shape[:axis], position, *port.shape[axis + 1 :])
                 cache[(slice(None),) * axis + (slice(0, position),)] = rng.standard_normal(filled)
             out[port.name] = cache
