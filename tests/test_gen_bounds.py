@@ -110,6 +110,27 @@ def test_layers_and_chips_are_bounded_before_any_work() -> None:
     assert "(over 16 chips, at most 128 layers)" in proc.stderr
 
 
+def test_a_recorded_config_beyond_the_bounds_is_refused_by_check(tmp_path: Path) -> None:
+    """``tp-run --check`` regenerates the unsharded program from ``tp.config``: a config that
+    says 10**9 layers is refused there too, not generated."""
+    text = generate(qwen3.Qwen3Config.preset("tiny", chips=2))
+    crafted = tmp_path / "crafted.mlir"
+    crafted.write_text(text.replace("layers = 1 : i64", f"layers = {10**9} : i64", 1))
+    proc = subprocess.run(
+        [str(BIN / "tp-run"), str(crafted), "--random-weights", "0", "--random-inputs", "0"]
+        + ["--check"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1
+    errors = [line for line in proc.stderr.splitlines() if "error:" in line]
+    assert errors == [
+        "tp-run: error: layers 1000000000 is above 256: a generated program writes every "
+        "layer out, and holds at most 256"
+    ]
+
+
 @pytest.mark.parametrize(
     ("layers", "chips", "ok"),
     [(256, 8, True), (257, 1, False), (128, 16, True), (129, 16, False), (2, 1024, True)],

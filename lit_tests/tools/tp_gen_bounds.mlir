@@ -11,7 +11,7 @@
 // RUN: not tp-gen qwen3 --unsharded --chips -1 2>&1 | filecheck %s --check-prefix=CHIPSNEG
 // RUN: not tp-gen gpt2 --unsharded --kv-heads 0 2>&1 | filecheck %s --check-prefix=KV
 
-// LAYERS: tp-gen: error: layers 1000000000 is above 256: tp-gen writes every layer out, and writes at most 256
+// LAYERS: tp-gen: error: layers 1000000000 is above 256: a generated program writes every layer out, and holds at most 256
 // LAYERS-NOT: Traceback
 // CHIPLAYERS: tp-gen: error: 256 layers over 16 chips is 4096 chip-layers, above 2048: the flat program writes every chip's slice of every layer out (over 16 chips, at most 128 layers)
 // I64: tp-gen: error: hidden 99999999999999999999 does not fit an i64 (at most 9223372036854775807): tp's tensor dims and tp.config are i64

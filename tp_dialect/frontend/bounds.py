@@ -67,13 +67,13 @@ def check_config(
     layers, chips = sizes["layers"], sizes.get("chips", 1)
     if layers > MAX_LAYERS:
         raise GenError(
-            f"layers {layers} is above {MAX_LAYERS}: tp-gen writes every layer out, and "
-            f"writes at most {MAX_LAYERS}"
+            f"layers {layers} is above {MAX_LAYERS}: a generated program writes every layer "
+            f"out, and holds at most {MAX_LAYERS}"
         )
     if chips > MAX_CHIPS:
         raise GenError(
-            f"chips {chips} is above {MAX_CHIPS}: tp-gen writes every chip's work out, and "
-            f"the passes lower at most {MAX_CHIPS} chips"
+            f"chips {chips} is above {MAX_CHIPS}: a generated program writes every chip's work "
+            f"out, and the passes lower at most {MAX_CHIPS} chips"
         )
     if layers * chips > MAX_CHIP_LAYERS:
         raise GenError(
