@@ -7,11 +7,24 @@ import os
 import pty
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TextIO
 
+import pytest
 from fakes import Clock, Terminal
+from ir_helpers import apply, parse
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.linalg.ops import GenericOp
 
+from tp_dialect.frontend.qwen3 import Qwen3Config, generate
+from tp_dialect.runtime import progress as progress_module
+from tp_dialect.runtime.checkpoint import MemorySource, random_inputs, random_weights
+from tp_dialect.runtime.mpi_exec import linalg_ops
 from tp_dialect.runtime.progress import Progress, reporting, tick
+from tp_dialect.signature import entry_function
+from tp_dialect.tools import run_io
 
 
 def test_a_terminal_sees_progress_only_after_the_delay() -> None:
@@ -80,3 +93,59 @@ def test_tp_run_on_a_terminal_draws_progress_on_a_long_run(tmp_path: Path) -> No
         os.close(leader)
     assert run.returncode == 0
     assert b"linalg ops run" in seen
+
+
+# -- the total on outlined programs: @layer's ops run once per call -----------------------
+
+LOWERINGS = {
+    "source": "",
+    "phased": "tp-relocate,tp-transfers,tp-phase",
+    "programs": "tp-relocate,tp-transfers,tp-link-points",
+    "relay": "tp-relocate,tp-transfers,tp-link-points,tp-relay",
+}
+CFG = Qwen3Config.preset("tiny", chips=2, layers=3)
+
+
+def _lowered(outline: bool, stage: str) -> ModuleOp:
+    module = parse(generate(CFG, outline=outline))
+    if LOWERINGS[stage]:
+        apply(module, LOWERINGS[stage])
+    return module
+
+
+def _flat_count(stage: str) -> int:
+    """The generics the flat program (tp-gen without --outline) holds in its entry function,
+    counted by a plain walk: a flat program calls nothing, so each runs once."""
+    module = _lowered(False, stage)
+    return sum(isinstance(op, GenericOp) for op in entry_function(module).walk())
+
+
+@pytest.mark.parametrize("stage", sorted(LOWERINGS))
+def test_the_total_counts_each_call_of_an_outlined_program(
+    stage: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tp-run's progress line on an outlined program: the total is the flat program's, and
+    every op run is counted against it (the line once said ``118/98``)."""
+    drawn: list[Progress] = []
+    real = progress_module.reporting
+
+    @contextmanager
+    def on_a_terminal(_: TextIO, total_ops: int = 0) -> Iterator[Progress]:
+        with real(Terminal(), total_ops, after=0.0, every=0.0) as shown:
+            drawn.append(shown)
+            yield shown
+
+    monkeypatch.setattr(run_io, "reporting", on_a_terminal)
+    module = _lowered(True, stage)
+    source = MemorySource(random_weights(module, 0))
+    run_io.execute(module, source, random_inputs(module, 1, 3))
+    [shown] = drawn
+    want = _flat_count(stage)
+    assert shown.total_ops == want and shown.ran == want
+    assert shown.stream.getvalue().endswith(f"{want}/{want} linalg ops run\x1b[K\n")
+
+
+def test_each_rank_counts_its_per_chip_function_once_per_call() -> None:
+    outlined, flat = _lowered(True, "programs"), _lowered(False, "programs")
+    for rank in range(CFG.chips):
+        assert linalg_ops(outlined, rank) == linalg_ops(flat, rank) > 0

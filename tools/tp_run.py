@@ -46,7 +46,9 @@ from tp_dialect.tools.common import (
     run_tool,
 )
 from tp_dialect.tools.run_io import (
+    DEFAULT_POSITION,
     check_outputs,
+    check_position,
     execute,
     inputs_of,
     source_of,
@@ -76,7 +78,11 @@ def parser() -> argparse.ArgumentParser:
         help="random inputs and caches",
     )
     p.add_argument(
-        "--position", type=at_least(0, int), default=3, help="position for --random-inputs"
+        "--position",
+        type=at_least(0, int),
+        default=None,
+        help=f"the step's position for --random-inputs (default {DEFAULT_POSITION}); with "
+        "--inputs the file holds it",
     )
     p.add_argument(
         "--cast",
@@ -167,6 +173,7 @@ def parser() -> argparse.ArgumentParser:
 
 def _main(argv: Sequence[str] | None) -> int:
     args = parser().parse_args(argv)
+    check_position(args)
     if args.mpi is not None:
         return launch(args, list(sys.argv[1:] if argv is None else argv))
     if args.backend == "mpi":
