@@ -251,7 +251,7 @@ def test_relocate_checks_a_certified_program_again() -> None:
     module = lowered(program(tiny(chips=2, layers=1), True), "tp-verify,tp-relocate")
     assert status(module) == "valid"
     assert status(lowered(program(tiny(chips=2, layers=1), True), "tp-relocate")) == "missing"
-    leaky = program(tiny(chips=2, layers=1), True)
+    leaky = program(tiny(chips=2, layers=1), True).clone()  # the cached one stays whole
     assert MUTATORS["chip-scalar"](leaky, random.Random(0)) is not None
     stamp(leaky)  # a certificate the checker never gave
     assert status(lowered(leaky, "tp-relocate")) == "missing"
