@@ -25,7 +25,7 @@ import stat
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -47,7 +47,7 @@ from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.grid import CHIPS_ATTR, check_chip_indices, chips_problem
-from tp_dialect.nesting import MAX_NESTING, MLIR, first_too_deep
+from tp_dialect.nesting import MAX_NESTING, MLIR, deepest, first_too_deep
 from tp_dialect.ssa import check_dominance
 from tp_dialect.tools.common import LocatedError, UserError
 
@@ -336,14 +336,9 @@ def parse_module(
     parser included: at the token it stopped at), brackets nested beyond `MAX_NESTING`
     too. ``on_op`` is told the offset of each op parsed."""
     parser = LocatingParser(ctx, text, name, line_offset, on_op)
-    deep = first_too_deep(text, MLIR)
-    if deep is not None:
-        parser.raise_error(
-            f"nested {MAX_NESTING + 1} deep here: tp reads brackets ((, [, {{, <) nested at "
-            f"most {MAX_NESTING} deep",
-            deep,
-            deep + 1,
-        )
+    depth = deepest(text, MLIR)
+    if depth > MAX_NESTING:
+        _too_deep(parser, first_too_deep(text, MLIR), "")
     try:
         module = parser.parse_module()
     except ParseError:
@@ -365,7 +360,22 @@ def parse_module(
             else f"xDSL's parser fails here ({described(err)})"
         )
         parser.raise_error(why, token.span.start, token.span.end)
+    if depth == MAX_NESTING and module not in parser.source_map.starts:
+        # an implicit module, printed inside a builtin.module: one level more, too deep to
+        # read back
+        deep = first_too_deep(text, MLIR, MAX_NESTING - 1)
+        _too_deep(parser, deep, ", counting the builtin.module it is printed in")
     return module, parser.source_map
+
+
+def _too_deep(parser: Parser, at: int | None, counting: str) -> NoReturn:
+    at = at or 0  # (never None: the caller found the text too deep)
+    parser.raise_error(
+        f"nested {MAX_NESTING + 1} deep here{counting}: tp reads brackets ((, [, {{, <) "
+        f"nested at most {MAX_NESTING} deep",
+        at,
+        at + 1,
+    )
 
 
 def upstream_guard(op: Operation) -> str | None:

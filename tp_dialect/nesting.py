@@ -45,11 +45,10 @@ MLIR = Brackets(
 JSON = Brackets("[{", "]}", re.compile(r'"(?:[^"\\]++|\\.)*+"'))
 
 
-def first_too_deep(text: str, syntax: Brackets, bound: int = MAX_NESTING) -> int | None:
-    """The index in ``text`` of the first opening bracket that ``bound`` brackets are
-    already open around (strings and comments not counted), or None if there is none.
-    Linear in the text, and a few milliseconds a megabyte: the depth of every bracket is
-    summed with numpy, and only a text that crosses the bound is walked again to say where."""
+def deepest(text: str, syntax: Brackets) -> int:
+    """How many brackets ``text`` has open at once at most (strings and comments not
+    counted). Linear, and about ten milliseconds a megabyte: the brackets are kept (bytes
+    operations) and their depths summed with numpy."""
     kept = syntax.skipped.sub("", text).encode("utf-8", "surrogatepass")
     brackets = (syntax.opening + syntax.closing).encode()
     others = bytes(c for c in range(256) if c not in brackets)
@@ -57,7 +56,16 @@ def first_too_deep(text: str, syntax: Brackets, bound: int = MAX_NESTING) -> int
     # the depth after each bracket
     steps = bytes([1] * len(syntax.opening) + [255] * len(syntax.closing))
     depths = kept.translate(None, others).translate(bytes.maketrans(brackets, steps))
-    if not depths or np.cumsum(np.frombuffer(depths, np.int8), dtype=np.int64).max() <= bound:
+    if not depths:
+        return 0
+    return max(0, int(np.cumsum(np.frombuffer(depths, np.int8), dtype=np.int64).max()))
+
+
+def first_too_deep(text: str, syntax: Brackets, bound: int = MAX_NESTING) -> int | None:
+    """The index in ``text`` of the first opening bracket that ``bound`` brackets are
+    already open around (strings and comments not counted), or None if there is none.
+    Linear: only a text `deepest` finds crossing the bound is walked again, to say where."""
+    if deepest(text, syntax) <= bound:
         return None
     depth = 0
     for token in syntax.tokens().finditer(text):
@@ -75,3 +83,14 @@ def line_and_column(text: str, index: int) -> tuple[int, int]:
     """The 1-based line and column of ``text[index]``."""
     line_start = text.rfind("\n", 0, index) + 1
     return text.count("\n", 0, index) + 1, index - line_start + 1
+
+
+def json_too_deep(text: str) -> str | None:
+    """Why the JSON ``text`` is refused before Python's json module recurses through it —
+    ``nested deeper than 64 at line L column C`` — or None (tp's JSON files, a plan or a
+    machine, nest two or three deep)."""
+    at = first_too_deep(text, JSON)
+    if at is None:
+        return None
+    line, column = line_and_column(text, at)
+    return f"nested deeper than {MAX_NESTING} at line {line} column {column}"
