@@ -161,11 +161,13 @@ class TpOptMain(xDSLOptMain):
             # 36-layer program costs as much as a pass).
             at_edge = prev is None or nxt is None
             if not self.args.disable_verify and (at_edge or self.args.verify_each):
-                self._progress.say(f"verifying the {'input' if prev is None else 'output'}")
+                what = "the input" if prev is None else "the output" if nxt is None else prev.name
+                self._progress.say(f"verifying {what}", force=True)
                 verify_located(module)
             if nxt is not None:
                 done = 0 if prev is None else done + 1
-                self._progress.say(f"{nxt.name} (pass {done + 1} of {len(self.pipeline.passes)})")
+                of = len(self.pipeline.passes)
+                self._progress.say(f"{nxt.name} (pass {done + 1} of {of})", force=True)
             if nxt is not None and nxt.name in _CHECKED_HERE:
                 # tp-split reads the entry function as one block but does not check it
                 # itself: refused here, as the other tp passes refuse it.
@@ -212,7 +214,7 @@ class TpOptMain(xDSLOptMain):
             where = source_map.locate(module)
             raise LocatedError(located(name, where, _first_line(err))) from None
         self._check_target(module)
-        progress.say("printing")
+        progress.say("printing", force=True)
         try:
             return self.output_resulting_program(module)
         except Exception as err:  # xDSL's printer failing on an op it accepted
@@ -247,8 +249,11 @@ class TpOptMain(xDSLOptMain):
         text, name = read_source(self.args.input_file)
         out = StringIO()
         # A line on the terminal for a long pipeline (a 36-layer lowering takes seconds),
-        # cleared before the output is written; nothing on a pipe (`progress.shows`).
-        with reporting(sys.stderr, label="tp-opt", clear=True) as self._progress:
+        # cleared before the output is written; nothing on a pipe (`progress.shows`), nor
+        # when the passes print as they run.
+        printing = self.args.print_between_passes or self.args.time_passes
+        stream = StringIO() if printing else sys.stderr
+        with reporting(stream, label="tp-opt", clear=True) as self._progress:
             for i, (chunk, offset) in enumerate(self._chunks(text)):
                 if i > 0:
                     out.write("// -----\n")

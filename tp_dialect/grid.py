@@ -45,7 +45,7 @@ def chips_problem(attr: Attribute) -> str | None:
         return None
     problem = f"'{CHIPS_ATTR}' must be a positive integer, got {attr}"
     if isinstance(attr, IntegerAttr) and attr.value.data < 0:
-        problem += " (an integer too large for its type wraps to a negative one)"
+        problem += " (an integer too large for its type reads as negative)"
     return problem
 
 

@@ -94,11 +94,11 @@ class Progress:
         self.ran += ran
         self.draw()
 
-    def say(self, text: str) -> None:
+    def say(self, text: str, force: bool = False) -> None:
         """Show ``label: text`` in place of the counters (for work that is not bytes and
-        ops: tp-opt's parsing and passes); redraw if it is time."""
+        ops: tp-opt's parsing and passes); redraw if it is time (``force``: as `set`)."""
         self.text = text
-        self.draw()
+        self.draw(force)
 
     def set(self, loaded: int, ran: int, total_ops: int, force: bool = False) -> None:
         """Take the counters as given (summed elsewhere); redraw if it is time (``force``:
