@@ -14,7 +14,10 @@ so that tp-opt keeps its promise: a located error, never a traceback or a hang):
 - an op whose custom parser or verifier fails with anything but a diagnostic (a named
   linalg op without inputs, a transpose permutation out of range: IndexError): a located
   error naming the op (`parse_module`, `verify_located`), with precise guards for the
-  cases known (`upstream_guard`).
+  cases known (`upstream_guard`);
+- its parser recurses once per nesting level: a text nested deeper than `MAX_NESTING` is
+  refused at the bracket that crosses it before it is parsed (`parse_module`), and what is
+  read is bounded (`read_source`, `MAX_SOURCE_BYTES`).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import stat
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any, NoReturn
+from typing import IO, Any, AnyStr, NoReturn
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -338,7 +341,7 @@ def parse_module(
     parser = LocatingParser(ctx, text, name, line_offset, on_op)
     depth = deepest(text, MLIR)
     if depth > MAX_NESTING:
-        _too_deep(parser, first_too_deep(text, MLIR), "")
+        _too_deep(parser, MAX_NESTING, "")
     try:
         module = parser.parse_module()
     except ParseError:
@@ -363,13 +366,15 @@ def parse_module(
     if depth == MAX_NESTING and module not in parser.source_map.starts:
         # an implicit module, printed inside a builtin.module: one level more, too deep to
         # read back
-        deep = first_too_deep(text, MLIR, MAX_NESTING - 1)
-        _too_deep(parser, deep, ", counting the builtin.module it is printed in")
+        _too_deep(parser, MAX_NESTING - 1, ", counting the builtin.module it is printed in")
     return module, parser.source_map
 
 
-def _too_deep(parser: Parser, at: int | None, counting: str) -> NoReturn:
-    at = at or 0  # (never None: the caller found the text too deep)
+def _too_deep(parser: LocatingParser, bound: int, counting: str) -> NoReturn:
+    """A ParseError at the first bracket of the parser's text nested deeper than ``bound``
+    (`deepest` found one)."""
+    at = first_too_deep(parser.source_map.source.content, MLIR, bound)
+    assert at is not None
     parser.raise_error(
         f"nested {MAX_NESTING + 1} deep here{counting}: tp reads brackets ((, [, {{, <) "
         f"nested at most {MAX_NESTING} deep",
@@ -530,10 +535,10 @@ def read_source(path: str | None, what: str = "input") -> tuple[str, str]:
             data = _bounded(f, path, what)
     except OSError as err:
         raise UserError(f"cannot read {what} '{path}': {err.strerror}") from None
-    return decode_source(data, path), path  # type: ignore[arg-type]
+    return decode_source(data, path), path
 
 
-def _bounded(stream: IO[bytes] | IO[str], name: str, what: str) -> bytes | str:
+def _bounded(stream: IO[AnyStr], name: str, what: str) -> AnyStr:
     data = stream.read(MAX_SOURCE_BYTES + 1)
     if len(data) > MAX_SOURCE_BYTES:
         raise UserError(_too_large(what, name))
