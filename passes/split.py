@@ -39,8 +39,6 @@ from xdsl.context import Context
 from xdsl.dialects import arith, func, tensor
 from xdsl.dialects.builtin import (
     DenseArrayBase,
-    DenseIntOrFPElementsAttr,
-    FloatAttr,
     IntegerAttr,
     ModuleOp,
     TensorType,
@@ -56,7 +54,7 @@ from tp_dialect.analysis.layouts import Split, collapse, expand, window
 from tp_dialect.analysis.plan import PlanError, TpPlan, load_plan
 from tp_dialect.attrs import SliceAttr, chip_of, on_chip
 from tp_dialect.diagnostics import TpDiagnostic
-from tp_dialect.linalg_kinds import contraction
+from tp_dialect.linalg_kinds import contraction, is_zeros
 from tp_dialect.names import value_hint, value_name
 from tp_dialect.ops import AllReduceOp, ShardOp, UnshardOp
 from tp_dialect.reject import TpReject
@@ -440,7 +438,7 @@ class _Splitter:
                     "of products: the chips' parts cannot be combined by an all-reduce",
                 )
             for init in op.outputs:
-                if not _zeros(init):
+                if not is_zeros(init):
                     raise self.refuse(
                         op,
                         first,
@@ -620,18 +618,3 @@ def _elementwise(op: Operation) -> bool:
         return False
     shapes = {_shape(v) for v in (*op.operands, *op.results)}
     return len(shapes) == 1 and all(isinstance(v.type, TensorType) for v in op.results)
-
-
-def _zeros(v: SSAValue) -> bool:
-    """Whether ``v`` is all zeros: a fill with the constant 0, or a dense zero constant."""
-    owner = v.owner
-    if isinstance(owner, linalg.FillOp):
-        scalar = owner.inputs[0].owner
-        return (
-            isinstance(scalar, arith.ConstantOp)
-            and isinstance(scalar.value, FloatAttr | IntegerAttr)
-            and float(scalar.value.value.data) == 0.0
-        )
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, DenseIntOrFPElementsAttr):
-        return all(float(x) == 0.0 for x in owner.value.get_values())
-    return False
