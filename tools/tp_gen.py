@@ -18,7 +18,7 @@ from tp_dialect.frontend import gpt2, qwen3
 from tp_dialect.frontend.blocks import GenError
 from tp_dialect.frontend.bounds import positive
 from tp_dialect.frontend.models import ModelConfig, generate
-from tp_dialect.tools.common import UserError, check_writable, run_tool, write_output
+from tp_dialect.tools.common import ToolParser, UserError, check_writable, run_tool, write_output
 from tp_dialect.tools.source import parse_module
 from tp_dialect.universe import tp_context
 
@@ -31,9 +31,7 @@ _QWEN3_CHIPS = 2  # qwen3's default N
 
 def parser() -> argparse.ArgumentParser:
     """tp-gen's command line: the family, its preset and overrides, the split, the outputs."""
-    p = argparse.ArgumentParser(
-        prog="tp-gen", description="Write a tensor-parallel decode step as tp IR."
-    )
+    p = ToolParser(prog="tp-gen", description="Write a tensor-parallel decode step as tp IR.")
     p.add_argument("model", choices=["qwen3", "gpt2"], help="the model family to generate")
     p.add_argument(
         "--preset",

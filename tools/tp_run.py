@@ -40,6 +40,7 @@ from tp_dialect.runtime.model import (
 from tp_dialect.signature import BindError
 from tp_dialect.tools.common import (
     LocatedError,
+    ToolParser,
     UserError,
     at_least,
     check_writable,
@@ -62,7 +63,7 @@ from tp_dialect.universe import tp_context
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tp-run", description="Run a tp program on numpy.")
+    p = ToolParser(prog="tp-run", description="Run a tp program on numpy.")
     p.add_argument("program", help="the .mlir program (e.g. from tp-gen or tp-opt)")
     w = p.add_mutually_exclusive_group()
     w.add_argument(
