@@ -15,6 +15,7 @@ import pytest
 
 from tp_dialect.analysis.plan import PlanError, parse_plan
 from tp_dialect.tools import tp_gen, tp_opt, tp_run
+from tp_dialect.tools.pipeline import quote_pipeline_paths
 from tp_dialect.tools.source import QUOTE_WIDTH, located
 
 PLANS = Path(__file__).resolve().parents[1] / "tp_dialect" / "plans"
@@ -136,7 +137,7 @@ def test_p_takes_the_plan_paths_the_flag_form_takes(tmp_path: Path) -> None:
     ],
 )
 def test_p_options_are_read_as_the_flag_form_reads_them(pipeline: str, read: str) -> None:
-    assert tp_opt._quote_pipeline_paths(pipeline) == read  # pyright: ignore[reportPrivateUsage]
+    assert quote_pipeline_paths(pipeline) == read
 
 
 # A plan names each pattern once.

@@ -15,19 +15,16 @@ pass runs. Output is written whole or not at all.
 from __future__ import annotations
 
 import argparse
-import re
-import shlex
 import sys
 import time
 from collections.abc import Callable, Sequence
 from io import StringIO
-from typing import Any
 
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
 from xdsl.ir import Attribute, Operation
-from xdsl.passes import ModulePass, PassPipeline
+from xdsl.passes import ModulePass
 from xdsl.printer import Printer
-from xdsl.utils.arg_spec import ArgSpecParseError, parse_spec
+from xdsl.utils.arg_spec import parse_spec
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
@@ -44,6 +41,7 @@ from tp_dialect.tools.common import (
     run_tool,
     write_output,
 )
+from tp_dialect.tools.pipeline import PassFlag, build_pipeline, quote_pipeline_paths
 from tp_dialect.tools.source import (
     SourceMap,
     described,
@@ -54,55 +52,6 @@ from tp_dialect.tools.source import (
     verify_located,
 )
 from tp_dialect.universe import register_tp
-
-
-class _PassFlag(argparse.Action):
-    """``--<pass>[=options]``: appends the pass to the flag pipeline, keeping order."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        name = self.dest.removeprefix("pass_flag:")
-        spec = name if values is None else f"{name}{{{_quote_paths(values)}}}"
-        namespace.flag_pipeline.append(spec)
-
-
-def _quote_paths(options: str) -> str:
-    """``key=value`` options with each bare value that is not a word or a number (or a
-    comma-separated list of them) quoted, so ``--tp-split="plan=plans/qwen3.json"`` reads as
-    xDSL's ``plan="plans/qwen3.json"``."""
-    try:
-        tokens = shlex.split(options)
-    except ValueError:
-        return options  # unbalanced quotes: xDSL's parser says where
-    out = []
-    for token in tokens:
-        key, eq, value = token.partition("=")
-        if eq and not _BARE_VALUES.fullmatch(value):
-            value = '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-        out.append(f"{key}{eq}{value}")
-    return " ".join(out)
-
-
-_BARE = r"(?:[A-Za-z0-9_+-]+|-?[0-9.]+(?:e-?[0-9]+)?)"
-_BARE_VALUES = re.compile(f"(?:{_BARE}(?:,{_BARE})*)?")
-_OPTIONS = re.compile(r'\[[^\]]*\]|\{((?:[^{}"]|"(?:[^"\\]|\\.)*")*)\}')
-"""In a ``-p`` pipeline: an ``mlir-opt[...]`` pipeline (left alone), or a pass's options."""
-
-
-def _quote_pipeline_paths(pipeline: str) -> str:
-    """A ``-p`` pipeline with each pass's options read as the flag form reads them
-    (`_quote_paths`): ``-p "tp-split{plan=x.json}"`` is ``--tp-split=plan=x.json``."""
-
-    def quoted(match: re.Match[str]) -> str:
-        options = match.group(1)
-        return match.group(0) if options is None else "{" + _quote_paths(options) + "}"
-
-    return _OPTIONS.sub(quoted, pipeline)
 
 
 class TpOptMain(xDSLOptMain):
@@ -140,14 +89,14 @@ class TpOptMain(xDSLOptMain):
             (group if is_tp else arg_parser).add_argument(
                 f"--{name}",
                 dest=f"pass_flag:{name}",
-                action=_PassFlag,
+                action=PassFlag,
                 nargs="?",
                 metavar="OPTIONS",
                 help=summary,
             )
 
     def setup_pipeline(self) -> None:
-        passes = _quote_pipeline_paths(self.args.passes)
+        passes = quote_pipeline_paths(self.args.passes)
         spec = ",".join(p for p in (passes, *self.args.flag_pipeline) if p)
 
         done = 0  # passes this chunk has run
@@ -179,11 +128,7 @@ class TpOptMain(xDSLOptMain):
             self._t0 = time.perf_counter()
 
         self._t0 = time.perf_counter()
-        try:
-            self.pipeline = PassPipeline.parse_spec(self.available_passes, spec, between)
-        except (ValueError, ArgSpecParseError, TypeError) as err:
-            known = ", ".join(sorted(TP_PASSES))
-            raise UserError(f"bad pass pipeline '{spec}': {err} (tp passes: {known})") from None
+        self.pipeline = build_pipeline(self.available_passes, spec, between)
 
     def _chunks(self, text: str) -> list[tuple[str, int]]:
         if not self.args.split_input_file:
