@@ -202,7 +202,7 @@ def test_several_modes_side_by_side(small: Path, tmp_path: Path) -> None:
         ('{"link_speed": 1}', "unknown field(s) link_speed"),
         ('{"topology": "torus"}', "topology must be all-to-all or ring"),
         ('{"base": "tpu"}', "unknown base preset"),
-        ("{not json", "cannot read machine file"),
+        ("{not json", "not JSON: Expecting property name"),
         ('{"link_latency": "x"}', 'link_latency must be a number, not "x"'),
         ('{"link_bandwidth": -5}', "link_bandwidth must be a finite number above 0"),
         ('{"hbm_bandwidth": 0}', "hbm_bandwidth must be a finite number above 0"),

@@ -11,15 +11,13 @@ from __future__ import annotations
 import contextlib
 import io
 import re
-import resource
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from limits import BIN, run_limited
 
 from tp_dialect.analysis.machine import MachineError, machine_from
 from tp_dialect.analysis.plan import PlanError, parse_plan
@@ -27,7 +25,6 @@ from tp_dialect.nesting import JSON, MAX_NESTING, MLIR, deepest, first_too_deep
 from tp_dialect.tools.source import MAX_SOURCE_BYTES
 from tp_dialect.tools.tp_opt import main
 
-BIN = Path(sys.executable).parent
 LOCATED = re.compile(r"^(\S+):(\d+):(\d+): error: ")
 
 # Each construct xDSL recurses on, nested ``n`` levels deep.
@@ -188,24 +185,6 @@ def test_the_fast_depth_count_is_the_character_walk(text: str, extra: int) -> No
     assert first_too_deep(deep, JSON) == _reference_depth_crossing(deep, "[{", "]}", False)
 
 
-def _two_gigabytes() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
-
-
-def run_limited(
-    args: list[str], stdin: object = subprocess.DEVNULL
-) -> subprocess.CompletedProcess[str]:
-    """A tool in a child with at most 2 GB of address space and 60 s."""
-    return subprocess.run(
-        args,
-        stdin=stdin,  # type: ignore[arg-type]
-        capture_output=True,
-        text=True,
-        timeout=60,
-        preexec_fn=_two_gigabytes,
-    )
-
-
 @pytest.mark.parametrize(
     "args",
     [
@@ -249,8 +228,8 @@ def test_a_machine_file_nested_thousands_deep_is_refused_where_it_crosses(
     with pytest.raises(MachineError) as err:
         machine_from(str(path))
     assert str(err.value) == (
-        f"machine file '{path}' is nested deeper than 64 at line 2 column 70: it holds one "
-        "JSON object"
+        f"machine file '{path}': nested deeper than 64 at line 2 column 70: it holds one "
+        "JSON object of fields"
     )
     program = tmp_path / "p.mlir"
     program.write_text(

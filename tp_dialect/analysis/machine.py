@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import asdict, dataclass, fields, replace
-from pathlib import Path
 
-from tp_dialect.nesting import json_too_deep
+from tp_dialect.jsonfile import parse_json, read_json_text
 
 
 class MachineError(ValueError):
@@ -98,19 +98,14 @@ def machine_from(spec: str) -> Machine:
     overridden. Raises MachineError naming an unknown preset or field."""
     if spec in MACHINES:
         return MACHINES[spec]
-    path = Path(spec)
-    if not path.is_file():
+    if not os.path.lexists(spec):
         raise MachineError(
             f"no machine '{spec}': name a preset ({', '.join(MACHINES)}) or a JSON file"
         )
-    try:
-        text = path.read_text()
-        deep = json_too_deep(text)
-        if deep is not None:
-            raise MachineError(f"machine file '{spec}' is {deep}: it holds one JSON object")
-        data = json.loads(text)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
-        raise MachineError(f"cannot read machine file '{spec}': {err}") from None
+    source = f"machine file '{spec}'"
+    text = read_json_text(spec, "machine file", MachineError)
+    holds = "it holds one JSON object of fields"
+    data = parse_json(text, source, holds, "field", MachineError)
     if not isinstance(data, dict):
         raise MachineError(f"machine file '{spec}' must hold a JSON object")
     base = MACHINES.get(str(data.pop("base", "sn40l")))

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from tp_dialect.nesting import json_too_deep
+from tp_dialect.jsonfile import parse_json, read_json_text
 
 STYLES = (
     "colwise",
@@ -145,46 +145,26 @@ def shipped_plans() -> list[str]:
 
 
 def load_plan(spec: str) -> TpPlan:
-    """The plan ``spec`` names: a JSON file's path, or the name of a shipped plan."""
+    """The plan ``spec`` names: a JSON file's path (read within `MAX_JSON_BYTES`), or the
+    name of a shipped plan."""
     path = Path(spec)
-    if path.is_file():
-        text, source = _read(path), str(path)
+    if path.exists() and not path.is_dir():
+        text, source = read_json_text(spec, "plan", PlanError), str(path)
     elif spec in shipped_plans():
         text = (resources.files("tp_dialect") / "plans" / f"{spec}.json").read_text()
         source = f"plan '{spec}'"
+    elif path.is_dir():
+        raise PlanError(f"cannot read plan '{spec}': a directory; give a JSON file")
     else:
         raise PlanError(f"no plan file '{spec}' (shipped plans: {', '.join(shipped_plans())})")
     return parse_plan(text, source)
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise PlanError(f"cannot read plan '{path}': {err}") from None
-
-
 def parse_plan(text: str, source: str = "<plan>") -> TpPlan:
     """The plan in ``text``: a JSON object of pattern -> style (or entry object); a model
-    config's ``{"base_model_tp_plan": {...}}`` is read through."""
-    deep = json_too_deep(text)
-    if deep is not None:
-        raise PlanError(f"{source}: {deep}: a plan is an object of pattern -> style")
-
-    def unique(pairs: list[tuple[str, object]]) -> dict[str, object]:
-        # JSON keeps the last of two equal keys; a plan's first matching entry wins: two
-        # entries for one pattern are refused rather than one silently dropped.
-        seen: dict[str, object] = {}
-        for key, value in pairs:
-            if key in seen:
-                raise PlanError(f"{source}: '{key}' is given twice: state each pattern once")
-            seen[key] = value
-        return seen
-
-    try:
-        data = json.loads(text, object_pairs_hook=unique)
-    except (json.JSONDecodeError, RecursionError) as err:
-        raise PlanError(f"{source}: not JSON: {err}") from None
+    config's ``{"base_model_tp_plan": {...}}`` is read through. A pattern stated twice is
+    refused (a plan's first matching entry wins; JSON would keep the last)."""
+    data = parse_json(text, source, "a plan is an object of pattern -> style", "pattern", PlanError)
     if isinstance(data, dict) and isinstance(data.get("base_model_tp_plan"), dict):
         data = data["base_model_tp_plan"]
     if not isinstance(data, dict) or not data:
