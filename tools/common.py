@@ -71,6 +71,10 @@ def run_tool(
     except OSError as err:
         print(f"{name}: error: {err}", file=sys.stderr)
         return 1
+    except MemoryError as err:  # the host's limit, not a bug: what failed, in one line
+        why = f": {err}" if str(err) else ""
+        print(f"{name}: error: out of memory{why}", file=sys.stderr)
+        return 1
     except Exception as err:  # a bug in xDSL or tp, not the user's: one line still
         if os.environ.get("TP_DEBUG"):
             raise

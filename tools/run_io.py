@@ -27,6 +27,7 @@ from tp_dialect.runtime.checkpoint import (
     random_inputs,
     random_weights,
 )
+from tp_dialect.runtime.host_memory import check_fits, run_needs
 from tp_dialect.runtime.progress import reporting
 from tp_dialect.signature import entry_function
 from tp_dialect.tools.common import (
@@ -208,6 +209,7 @@ def check_outputs(
     if not (args.check or args.against):
         return 0
     reference = reference_of(args, module)
+    check_fits(run_needs(reference), "the check's run of the unsharded program")
     want, _, _ = execute(reference, source, inputs)
     rows = compare(outputs, want, args.rtol, args.atol)
     width = max(len(r.name) for r in rows)

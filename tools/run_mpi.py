@@ -21,6 +21,7 @@ from tp_dialect.runtime import mpi_exec, progress
 from tp_dialect.runtime.checkpoint import (
     TensorSource,
 )
+from tp_dialect.runtime.host_memory import check_fits, run_needs
 from tp_dialect.runtime.launch import find_mpiexec, rank_env, run_bounded
 from tp_dialect.runtime.model import (
     stage_of,
@@ -76,13 +77,19 @@ def launch(args: argparse.Namespace, argv: list[str]) -> int:
     mpiexec = _mpiexec()
     # N is the program's chip count, checked here: no rank starts for a world that cannot
     # run it (the ranks check it again, as they do under a user's own mpiexec).
-    chips = mpi_exec.program_chips(load_program(tp_context(), args.program))
+    module = load_program(tp_context(), args.program)
+    chips = mpi_exec.program_chips(module)
     if args.mpi != chips:
         raise UserError(
             f"--mpi {args.mpi} does not fit the program: it has {chips} chip(s), one rank "
             f"each: give --mpi {chips}"
         )
     ranks = args.mpi + (args.relay == "host")
+    # The ranks share this host's memory and together hold at least what one process would.
+    random = (args.random_weights is not None, args.random_inputs is not None)
+    check_fits(
+        run_needs(module, args.storage, *random), f"running {args.program} on {ranks} rank(s)"
+    )
     cmd = [mpiexec, "-n", str(ranks), sys.executable, "-m", "tp_dialect.tools.tp_run"]
     cmd += [*strip_mpi(argv), "--backend", "mpi"]
     with tempfile.TemporaryDirectory(prefix="tp-mpi-") as pids:

@@ -34,6 +34,7 @@ from tp_dialect.runtime import mpi_exec
 from tp_dialect.runtime.checkpoint import (
     CASTS,
 )
+from tp_dialect.runtime.host_memory import NotEnoughMemory, check_fits, run_needs
 from tp_dialect.runtime.model import (
     ModelError,
 )
@@ -202,6 +203,8 @@ def _run(args: argparse.Namespace, module: ModuleOp, source_map: SourceMap) -> i
             "give the arguments: --weights CKPT or --random-weights SEED, and/or "
             "--inputs IN.npz or --random-inputs SEED (or --dry-run)"
         )
+    random = (args.random_weights is not None, args.random_inputs is not None)
+    check_fits(run_needs(module, args.storage, *random), f"running {args.program}")
     source = source_of(args, module)
     inputs = inputs_of(args, module, source)
     outputs, load_s, run_s = execute(module, source, inputs, args.storage)
@@ -223,7 +226,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "tp-run",
         _main,
         argv,
-        (BindError, GenError, MachineError, ModelError, TpDiagnostic, mpi_exec.MpiError),
+        (
+            BindError,
+            GenError,
+            MachineError,
+            ModelError,
+            NotEnoughMemory,
+            TpDiagnostic,
+            mpi_exec.MpiError,
+        ),
     )
 
 

@@ -55,6 +55,7 @@ from pathlib import Path
 import numpy as np
 
 from tp_dialect.analysis.machine import MACHINES, Machine
+from tp_dialect.runtime.host_memory import meminfo
 from tp_dialect.runtime.launch import find_mpiexec, rank_env, run_bounded
 
 
@@ -354,13 +355,7 @@ def _pingpong_rank(large: int, iters: int) -> None:
 
 def total_ram() -> float:
     """Bytes of RAM this machine has (``MemTotal`` in /proc/meminfo), else 0 when unknown."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return float(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0.0
+    return float(meminfo("MemTotal") or 0)
 
 
 def largest_cache() -> float:

@@ -50,6 +50,7 @@ from tp_dialect.grid import CHIPS_ATTR, stated_chips
 from tp_dialect.passes.preconditions import MAX_LOWERED_CHIPS
 from tp_dialect.program_ops import ChipProgramOp
 from tp_dialect.runtime.checkpoint import TensorSource, place_weights
+from tp_dialect.runtime.host_memory import bytes_text
 from tp_dialect.signature import entry_function, ports
 
 if TYPE_CHECKING:  # the interpreter is loaded only when ranks run (not to list flags)
@@ -117,20 +118,13 @@ def format_rank_stats(stats: list[RankStats]) -> str:
     for s in stats:
         chip = "host" if s.chip is None else str(s.chip)
         rows.append(
-            f"{s.rank:<5} {chip:<5} {_mb(s.weight_bytes):>14}  {_mb(s.peak_rss_bytes):>11}"
+            f"{s.rank:<5} {chip:<5} {bytes_text(s.weight_bytes):>14}  "
+            f"{bytes_text(s.peak_rss_bytes):>11}"
             f"  {s.load_s * 1e3:>7.1f} ms  {s.step_s * 1e3:>7.1f} ms"
             f"  {s.compute_s * 1e3:>7.1f} ms  {s.comm_s * 1e3:>6.1f} ms  "
-            f"{_mb(s.sent_bytes):>9}  {_mb(s.received_bytes):>9}"
+            f"{bytes_text(s.sent_bytes):>9}  {bytes_text(s.received_bytes):>9}"
         )
     return "\n".join(rows)
-
-
-def _mb(n: int) -> str:
-    """``n`` bytes in the largest unit that keeps it at 1 or more (decimal units)."""
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= scale:
-            return f"{n / scale:.2f} {unit}"
-    return f"{n} B"
 
 
 @dataclass
