@@ -145,3 +145,37 @@ def test_a_machine_file_on_a_pipe_is_read(unsharded: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "on 1 x generic" in proc.stdout
+
+
+# tp-run --inputs: a regular file only, as --weights.
+
+
+@pytest.mark.parametrize(
+    ("path", "says"),
+    [
+        (lambda tmp: tmp, "a directory; give an .npz file"),
+        (lambda tmp: Path("/dev/zero"), "not a regular file; give an .npz file"),
+        (lambda tmp: Path("/dev/null"), "not a regular file; give an .npz file"),
+    ],
+)
+def test_inputs_that_are_not_a_regular_file_are_named(
+    path: Callable[[Path], Path], says: str, tmp_path: Path, unsharded: Path
+) -> None:
+    given = path(tmp_path)
+    code, out, err = run(tp_run.main, unsharded, "--random-weights", 0, "--inputs", given)
+    assert (code, out) == (1, "")
+    assert last_error(err) == f"tp-run: error: cannot read inputs '{given}': {says}"
+
+
+def test_a_fifo_for_inputs_is_refused_without_waiting_for_a_writer(
+    tmp_path: Path, unsharded: Path
+) -> None:
+    """np.load opened it and waited for a writer, for ever."""
+    fifo = tmp_path / "in.npz"
+    os.mkfifo(fifo)
+    args = [str(BIN / "tp-run"), str(unsharded), "--random-weights", "0", "--inputs", str(fifo)]
+    proc = run_limited(args, timeout=60)
+    assert proc.returncode == 1
+    assert last_error(proc.stderr) == (
+        f"tp-run: error: cannot read inputs '{fifo}': not a regular file; give an .npz file"
+    )

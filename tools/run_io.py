@@ -27,6 +27,7 @@ from tp_dialect.runtime.checkpoint import (
     random_inputs,
     random_weights,
 )
+from tp_dialect.runtime.files import not_regular
 from tp_dialect.runtime.host_memory import check_fits, run_needs
 from tp_dialect.runtime.progress import reporting
 from tp_dialect.signature import entry_function
@@ -116,6 +117,12 @@ def inputs_of(
 def read_npz(path: str) -> dict[str, np.ndarray]:
     """The named arrays of the ``.npz`` at ``path``, read whole; a UserError naming the file
     when it is not one (a lone ``.npy``, a truncated or damaged archive, pickled objects)."""
+    try:
+        problem = not_regular(path)  # a FIFO is never opened: it would wait for a writer
+    except OSError as err:
+        raise UserError(f"cannot read inputs '{path}': {err.strerror or err}") from None
+    if problem:
+        raise UserError(f"cannot read inputs '{path}': {problem}; give an .npz file")
     try:
         data = np.load(path, allow_pickle=False)
     except OSError as err:

@@ -14,8 +14,6 @@ the program states (`tp_dialect.signature`).
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +28,7 @@ from tp_dialect.analysis.values import uses_through_programs
 from tp_dialect.ops import ShardOp
 from tp_dialect.program_ops import ChipProgramOp
 from tp_dialect.runtime.arrays import slice_of
+from tp_dialect.runtime.files import not_regular
 from tp_dialect.runtime.missing import instead
 from tp_dialect.runtime.progress import tick
 from tp_dialect.signature import BindError, Port, entry_function, ports
@@ -81,12 +80,11 @@ class SafetensorsSource:
         import tp_dialect.dtypes  # noqa: F401 - registers bfloat16 with numpy via ml_dtypes
 
         try:
-            mode = os.stat(path).st_mode
+            problem = not_regular(path)  # safetensors maps the file: a directory says ENODEV
         except OSError as err:
             raise BindError(f"cannot open checkpoint '{path}': {err.strerror}") from None
-        if not stat.S_ISREG(mode):  # safetensors maps the file: a directory says ENODEV
-            what = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
-            raise BindError(f"cannot open checkpoint '{path}': {what}; give a .safetensors file")
+        if problem:
+            raise BindError(f"cannot open checkpoint '{path}': {problem}; give a .safetensors file")
         try:
             self._file = safe_open(str(path), framework="numpy")
         except Exception as err:  # safetensors raises its own error types

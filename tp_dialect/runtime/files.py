@@ -5,6 +5,9 @@ is written aside and renamed over the path. But a path may also name a device (`
 /dev/null``), a FIFO or a terminal; renaming a regular file over those would replace them for
 every process on the machine, so they are opened and written like ``>`` in a shell. A symlink
 is followed: its target is what is replaced or written through, and the link stays a link.
+
+An input of data (a checkpoint, an ``.npz``) is read only from a regular file: it is checked
+by its status, never opened, since opening a FIFO waits for a writer (`not_regular`).
 """
 
 from __future__ import annotations
@@ -17,6 +20,16 @@ import tempfile
 
 class OutputError(OSError):
     """An output path that cannot be written; the message names the user's path."""
+
+
+def not_regular(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` is not a regular file — ``a directory`` or ``not a regular file`` (a
+    device, a FIFO, a socket) — or None, from its status alone (a FIFO is never opened).
+    Raises OSError when there is nothing to examine."""
+    mode = os.stat(path).st_mode
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    return None if stat.S_ISREG(mode) else "not a regular file"
 
 
 def output_target(path: str | os.PathLike[str]) -> tuple[str, os.stat_result | None]:
