@@ -12,19 +12,23 @@ BIN = Path(sys.executable).parent
 """Where the venv's tools (tp-opt, tp-run, tp-gen) are."""
 
 
-def _two_gigabytes() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
-
-
 def run_limited(
-    args: list[str], stdin: object = subprocess.DEVNULL, timeout: float = 60
+    args: list[str],
+    stdin: object = subprocess.DEVNULL,
+    timeout: float = 60,
+    address_space: int = 2 << 30,
 ) -> subprocess.CompletedProcess[str]:
-    """A tool in a child with at most 2 GB of address space and ``timeout`` seconds."""
+    """A tool in a child with at most ``address_space`` bytes of address space (2 GB) and
+    ``timeout`` seconds."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+
     return subprocess.run(
         args,
         stdin=stdin,  # type: ignore[arg-type]
         capture_output=True,
         text=True,
         timeout=timeout,
-        preexec_fn=_two_gigabytes,
+        preexec_fn=limit,
     )

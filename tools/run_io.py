@@ -30,7 +30,7 @@ from tp_dialect.runtime.checkpoint import (
 from tp_dialect.runtime.files import not_regular
 from tp_dialect.runtime.host_memory import check_fits, run_needs
 from tp_dialect.runtime.progress import reporting
-from tp_dialect.signature import entry_function
+from tp_dialect.signature import entry_function, ports
 from tp_dialect.tools.common import (
     UserError,
     write_atomically,
@@ -109,14 +109,20 @@ def inputs_of(
             return {}
         position = DEFAULT_POSITION if args.position is None else args.position
         return random_inputs(module, args.random_inputs, position)
-    given, notes = conform_inputs(module, read_npz(args.inputs), args.cast, source)
+    ins, _ = ports(entry_function(module))
+    shapes = {key: port.shape for port in ins for key in (port.name, port.alias) if key}
+    given, notes = conform_inputs(module, read_npz(args.inputs, shapes), args.cast, source)
     note(notes)
     return given
 
 
-def read_npz(path: str) -> dict[str, np.ndarray]:
-    """The named arrays of the ``.npz`` at ``path``, read whole; a UserError naming the file
-    when it is not one (a lone ``.npy``, a truncated or damaged archive, pickled objects)."""
+def read_npz(path: str, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, np.ndarray]:
+    """The named arrays of the ``.npz`` at ``path``; a UserError naming the file when it is
+    not one (a lone ``.npy``, a truncated or damaged archive, pickled objects). An array is
+    read only when ``shapes`` names it in the shape its header states, of a numeric dtype
+    (what a port binds: as large as the port); any other is a stand-in of its stated shape
+    and dtype that costs no memory — bound to nothing, or refused by its shape or dtype —
+    never decompressed (a 4 MB file can state 4 GB of zeros)."""
     try:
         problem = not_regular(path)  # a FIFO is never opened: it would wait for a writer
     except OSError as err:
@@ -136,9 +142,38 @@ def read_npz(path: str) -> dict[str, np.ndarray]:
         )
     try:
         with data:
-            return {k: data[k] for k in data.files}
+            names = [n[: -len(".npy")] for n in data.zip.namelist() if n.endswith(".npy")]
+            return {name: _member(data, name, shapes.get(name)) for name in names}
+    except _Outsized as err:
+        raise UserError(f"cannot read inputs '{path}': {err}") from None
     except Exception as err:  # a damaged member: zipfile, zlib and the .npy parser's errors
         raise UserError(f"cannot read inputs '{path}': a damaged .npz ({err})") from None
+
+
+def _member(data: np.lib.npyio.NpzFile, name: str, want: tuple[int, ...] | None) -> np.ndarray:
+    """Member ``name`` of ``data``: read when its header states the shape ``want`` and a
+    numeric dtype, else a zero-stride stand-in of the shape and dtype it states (its header
+    alone is read)."""
+    fmt = np.lib.format
+    with data.zip.open(f"{name}.npy") as f:
+        version = fmt.read_magic(f)
+        header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+        shape, _, dtype = header(f)
+    if dtype.itemsize > _LARGEST_ELEMENT:  # even the stand-in's one element would be large
+        raise _Outsized(
+            f"'{name}' holds {dtype}, {dtype.itemsize} bytes an element: an input is numbers"
+        )
+    if shape == want and dtype.kind in "biufc":
+        return data[name]  # as large as the port, 16 bytes an element at most
+    return np.broadcast_to(np.zeros((), dtype), shape)
+
+
+_LARGEST_ELEMENT = 16
+"""The largest element of a numeric dtype numpy has (complex128, a long double)."""
+
+
+class _Outsized(Exception):
+    """An .npz member whose element is larger than any number's."""
 
 
 def note(notes: Sequence[str]) -> None:

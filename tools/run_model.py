@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -51,6 +52,24 @@ def parse_modes(text: str | None) -> list[str]:
                 "several comma-separated, or all)"
             )
     return [m for m in MODES if m in asked]
+
+
+FORMATS: dict[str, tuple[str, str]] = {
+    "report": (".json", "the report is JSON"),
+    "trace": (".json", "the trace is JSON (Chrome's trace format)"),
+    "timeline": (".png", "the chart is a PNG"),
+}
+"""What each modelling output is written as, and the suffix that says so."""
+
+
+def check_formats(args: argparse.Namespace) -> None:
+    """Refuse, before any work, an output of the model whose file's suffix names another
+    format (``--timeline chart.svg`` was written as a PNG): a path without one is taken."""
+    for flag, (suffix, what) in FORMATS.items():
+        path = getattr(args, flag)
+        given = os.path.splitext(path)[1] if path else ""
+        if given and given.lower() != suffix:
+            raise UserError(f"--{flag} '{path}': {what}; name the file {suffix}")
 
 
 def lowering_for(module: ModuleOp, mode: str, allreduce: str, machine: str) -> list[str]:

@@ -166,6 +166,8 @@ def check_mpi_flags(args: argparse.Namespace, how: str) -> None:
     flag that asked for MPI, named in the error)."""
     if args.machine or args.dry_run or args.report or args.trace or args.timeline:
         raise UserError(f"{how} runs the program: model it without {how}")
+    if args.program == "-":
+        raise UserError(f"{how}: every rank reads the program: give a file, not - (stdin)")
     given = (args.weights, args.random_weights, args.inputs, args.random_inputs)
     if all(g is None for g in given):
         raise UserError(

@@ -518,12 +518,12 @@ for 8 chips, 8.5 MB), and minutes of xDSL's parsing (about 0.3 MB a second)."""
 
 
 def read_source(path: str | None, what: str = "input") -> tuple[str, str]:
-    """The text of the program at ``path`` (stdin if None) and the name to locate errors
-    with. At most `MAX_SOURCE_BYTES` are read — a regular file's size is checked before
+    """The text of the program at ``path`` (stdin if None or ``-``) and the name to locate
+    errors with. At most `MAX_SOURCE_BYTES` are read — a regular file's size is checked before
     reading, anything else (a pipe, ``/dev/zero``) is read no further than that — and more
     is a UserError, as is a file that cannot be read; text that is not UTF-8 is a located
     `ProgramError`."""
-    if path is None:
+    if path is None or path == "-":
         stream = getattr(sys.stdin, "buffer", None)  # a text stream in tests: no bytes
         data = _bounded(stream or sys.stdin, "stdin", what)
         return (decode_source(data, "stdin") if isinstance(data, bytes) else data), "stdin"
@@ -559,17 +559,17 @@ def load_program(ctx: Context, path: str) -> ModuleOp:
 
 def load_program_mapped(ctx: Context, path: str) -> tuple[ModuleOp, SourceMap]:
     """`load_program`, with where each op of the program is in ``path``."""
-    text, _ = read_source(path, "program")
+    text, name = read_source(path, "program")
     try:
-        module, source_map = parse_module(ctx, text, path)
+        module, source_map = parse_module(ctx, text, name)
     except ParseError as err:
         raise ProgramError(parse_error_message(err)) from None
     except DiagnosticException as err:
-        raise ProgramError(located(path, None, str(err).split("\n")[0])) from None
+        raise ProgramError(located(name, None, str(err).split("\n")[0])) from None
     try:
         verify_located(module)
     except TpDiagnostic as err:
-        raise ProgramError(located(path, source_map.locate(err.op), err.message)) from None
+        raise ProgramError(located(name, source_map.locate(err.op), err.message)) from None
     return module, source_map
 
 

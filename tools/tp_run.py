@@ -57,7 +57,7 @@ from tp_dialect.tools.run_io import (
     warn_certificate,
     write_outputs,
 )
-from tp_dialect.tools.run_model import model_step
+from tp_dialect.tools.run_model import check_formats, model_step
 from tp_dialect.tools.run_mpi import launch, main_mpi
 from tp_dialect.tools.source import SourceMap, load_program_mapped, located
 from tp_dialect.universe import tp_context
@@ -65,7 +65,7 @@ from tp_dialect.universe import tp_context
 
 def parser() -> argparse.ArgumentParser:
     p = ToolParser(prog="tp-run", description="Run a tp program on numpy.")
-    p.add_argument("program", help="the .mlir program (e.g. from tp-gen or tp-opt)")
+    p.add_argument("program", help="the .mlir program (e.g. from tp-gen or tp-opt; - reads stdin)")
     w = p.add_mutually_exclusive_group()
     w.add_argument(
         "--weights", help="a .safetensors checkpoint of named tensors (any argument, by name)"
@@ -176,6 +176,7 @@ def parser() -> argparse.ArgumentParser:
 def _main(argv: Sequence[str] | None) -> int:
     args = parser().parse_args(argv)
     check_position(args)
+    check_formats(args)
     if args.mpi is not None:
         return launch(args, list(sys.argv[1:] if argv is None else argv))
     if args.backend == "mpi":
@@ -186,7 +187,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return _run(args, module, source_map)
     except TpDiagnostic as err:  # a refusal at an op (say, a slice out of range): there
         where = source_map.locate(err.op)
-        raise LocatedError(located(args.program, where, err.message)) from None
+        name = "stdin" if args.program == "-" else args.program  # as the parser says it
+        raise LocatedError(located(name, where, err.message)) from None
 
 
 def _run(args: argparse.Namespace, module: ModuleOp, source_map: SourceMap) -> int:

@@ -20,6 +20,11 @@ MAX_JSON_BYTES = 1 << 20
 """The largest machine or plan file tp reads, 1 MiB: a hundred times a model config's size."""
 
 
+MAX_DIGITS = 100
+"""The most digits a whole number in a machine or plan file has (1e24, the largest figure a
+machine takes, has 25)."""
+
+
 def read_json_text(path: str, what: str, error: Callable[[str], Exception]) -> str:
     """The text of the ``what`` file at ``path`` — a regular file, a pipe or a device, read no
     further than `MAX_JSON_BYTES` (a regular file's size checked before it is read) — or
@@ -67,7 +72,8 @@ def parse_json(
 ) -> object:
     """The JSON value in ``text`` (``source`` names it in errors, ``holds`` says what it
     holds), or ``error(...)``: nested deeper than `MAX_NESTING` (before Python's json module
-    recurses), not JSON, or an object stating a key twice — ``'key' is given twice: state
+    recurses), not JSON, a whole number of more than `MAX_DIGITS` digits, or an object
+    stating a key twice — ``'key' is given twice: state
     each <each> once`` (JSON keeps the last of two, silently)."""
     deep = json_too_deep(text)
     if deep is not None:
@@ -81,7 +87,14 @@ def parse_json(
             seen[key] = value
         return seen
 
+    def whole(digits: str) -> int:
+        # Python refuses to convert more than 4300 digits (a ValueError of its own); no
+        # figure of a machine or plan needs more than a few dozen.
+        if len(digits.lstrip("-")) > MAX_DIGITS:
+            raise error(f"{source}: a whole number {len(digits)} digits long: at most {MAX_DIGITS}")
+        return int(digits)
+
     try:
-        return json.loads(text, object_pairs_hook=unique)
+        return json.loads(text, object_pairs_hook=unique, parse_int=whole)
     except (json.JSONDecodeError, RecursionError) as err:
         raise error(f"{source}: not JSON: {err}") from None
