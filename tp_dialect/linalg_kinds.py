@@ -77,9 +77,8 @@ def domain_size(op: linalg.GenericOp) -> int:
 
 def reduction_axes(op: linalg.GenericOp) -> tuple[int, ...]:
     """The loops of ``op`` whose iterator type is ``reduction``, ascending."""
-    return tuple(
-        i for i, it in enumerate(op.iterator_types.data) if it.data == IteratorType.REDUCTION
-    )
+    iterators = op.get_iterator_types().data  # a named op states them by its kind
+    return tuple(i for i, it in enumerate(iterators) if it.data == IteratorType.REDUCTION)
 
 
 def reduces(op: linalg.GenericOp) -> bool:
