@@ -29,7 +29,7 @@ from xdsl.dialects import affine, memref, scf, tensor
 from xdsl.dialects.builtin import ShapedType, TensorType
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.linalg.abstract_ops import LinalgStructuredOperation
-from xdsl.ir import Attribute, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 
 
@@ -61,11 +61,17 @@ def early_guard(op: Operation) -> str | None:
     return None
 
 
+def _single(region: Region) -> Block | None:
+    """``region``'s block if it has exactly one (several are refused elsewhere: opaque)."""
+    return region.blocks.first if len(region.blocks) == 1 else None
+
+
 def _region_yield(op: Operation, region: Region, results: Sequence[SSAValue]) -> str | None:
     """Why what ``region``'s terminator hands on is not ``results``' types, or None."""
-    if not region.blocks:
+    block = _single(region)
+    if block is None:
         return None
-    last = region.block.last_op
+    last = block.last_op
     handed = list(last.operands) if last is not None else []
     if [v.type for v in handed] != [r.type for r in results]:
         return (
@@ -76,9 +82,11 @@ def _region_yield(op: Operation, region: Region, results: Sequence[SSAValue]) ->
 
 def _structured(op: LinalgStructuredOperation | linalg.ReduceOp) -> str | None:
     if isinstance(op, linalg.ReduceOp):
-        outs, block = [op.init], op.region.block
+        outs, block = [op.init], _single(op.region)
     else:
-        outs, block = list(op.outputs), op.body.block
+        outs, block = list(op.outputs), _single(op.body)
+    if block is None:
+        return None
     last = block.last_op
     yielded = list(last.operands) if isinstance(last, linalg.YieldOp) else []
     if len(yielded) != len(outs):
@@ -123,7 +131,9 @@ def _control(op: Operation) -> str | None:
     if isinstance(op, scf.ExecuteRegionOp):
         return _region_yield(op, op.region, op.results)
     if isinstance(op, scf.WhileOp):
-        before, after = op.before_region.block, op.after_region.block
+        before, after = _single(op.before_region), _single(op.after_region)
+        if before is None or after is None:
+            return None
         cond = before.last_op
         forwarded = list(cond.args) if isinstance(cond, scf.ConditionOp) else []
         if [v.type for v in forwarded] != [r.type for r in op.results]:

@@ -17,7 +17,8 @@ arrays. Four plans, the first that fits:
   are, bf16 is read as f32 exactly as its ``arith.extf`` says;
 - reduction: one output, ``yield acc ⊕ f(args)`` with ⊕ in {addf, maximumf, minimumf,
   mulf} -> f on the whole domain, then one ``ufunc.reduce`` over the loops the output does
-  not follow;
+  not follow (``linalg.pooling_nchw_max`` too, as MLIR defines it: the max of the output
+  and its window, where xDSL 0.75's body leaves the output out);
 - map (every output follows every loop): the body on the domain, into each output's layout;
 - loop (anything else: a reduction of several outputs, an integer one, a body ⊕ is not the
   last step of): the loops some output does not follow run one by one, in order, the body
@@ -316,6 +317,11 @@ def _make_plan(op: Structured) -> _Plan:
             plan.kind = "loop"
         return plan
     plan.reduce_axes = reduced
+    if isinstance(op, linalg.PoolingNchwMaxOp):
+        # MLIR's meaning, out = max(out, input over the window): xDSL 0.75 builds this op's
+        # body as max(input, window element), leaving the accumulator out.
+        plan.kind, plan.ufunc, plan.body = "reduction", np.maximum, _Body((), (0,), n_in + 1)
+        return plan
     if n_out == 1 and not isinstance(op, linalg.ReduceOp) and _contraction(op, plan):
         return plan
     yield_op = block.last_op
@@ -553,7 +559,7 @@ def _run_points(
     region = op.region if isinstance(op, linalg.ReduceOp) else op.body
     for point in itertools.product(*(range(n) for n in sizes)):
         ins = []
-        for arr, m in zip(args[: plan.n_in], plan.maps, strict=True):
+        for arr, m in zip(args[: plan.n_in], plan.maps[: plan.n_in], strict=True):
             ins.append(arr[_element(arr, m, point, op)] if isinstance(arr, np.ndarray) else arr)
         where = [tuple(point[d] for d in dims) for dims in plan.out_dims]
         current = [o[w] for o, w in zip(outs, where, strict=True)]
