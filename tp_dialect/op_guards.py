@@ -26,7 +26,7 @@ import math
 from collections.abc import Sequence
 
 from xdsl.dialects import affine, memref, scf, tensor
-from xdsl.dialects.builtin import ShapedType, TensorType
+from xdsl.dialects.builtin import ShapedType, TensorType, UnrealizedConversionCastOp
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.linalg.abstract_ops import LinalgStructuredOperation
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
@@ -197,6 +197,33 @@ def _access(op: Operation) -> str | None:
                     f"'{op.name}' pads axis {axis} of size {n} by {lo} and {hi} into size {r}, "
                     f"not {n + lo + hi}"
                 )
+    return None
+
+
+def same_elements(source: Attribute, target: Attribute) -> bool:
+    """Whether a value of ``source`` can be read as a ``target`` unchanged: the same element
+    type, and as many elements where both state a shape (a tensor as a vector, a tensor on
+    a chip as the same tensor elsewhere); a scalar only as a scalar."""
+    if _element(source) != _element(target):
+        return False
+    shaped = [isinstance(t, ShapedType) and hasattr(t, "get_shape") for t in (source, target)]
+    if not all(shaped):
+        return not any(shaped)
+    a, b = source.get_shape(), target.get_shape()  # type: ignore[attr-defined]
+    if any(n < 0 for n in (*a, *b)):
+        return True  # a dynamic size: the interpreter checks the data
+    return math.prod(a) == math.prod(b)
+
+
+def cast_meaning(op: UnrealizedConversionCastOp) -> str | None:
+    """Why tp gives ``op`` no meaning (it changes what its values hold), or None."""
+    if len(op.inputs) != len(op.outputs) or not all(
+        same_elements(v.type, r.type) for v, r in zip(op.inputs, op.outputs, strict=True)
+    ):
+        return (
+            f"casts {_types(op.inputs)} to {_types(op.outputs)}: tp gives a cast a meaning only "
+            "value for value, between types holding the same elements"
+        )
     return None
 
 

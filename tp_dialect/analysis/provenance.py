@@ -30,7 +30,14 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, scf
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, TensorType, UnregisteredOp
+from xdsl.dialects.builtin import (
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    TensorType,
+    UnrealizedConversionCastOp,
+    UnregisteredOp,
+)
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.traits import (
     IsTerminator,
@@ -46,6 +53,7 @@ from tp_dialect.analysis.folds import Fold, find_folds, visible
 from tp_dialect.attrs import chip_of
 from tp_dialect.grid import chips_in, stated_chips
 from tp_dialect.names import value_name
+from tp_dialect.op_guards import cast_meaning
 from tp_dialect.ops import AllReduceOp, SectionOp, UnshardOp
 from tp_dialect.program_ops import ChipProgramOp, LinkOp, RelayOp
 from tp_dialect.reject import TpReject
@@ -239,6 +247,8 @@ def opacity(op: Operation) -> tuple[TpReject, str] | None:
         return TpReject.OPAQUE_OP, "branches between blocks, which placements do not follow"
     if (why := kind_opacity(type(op))) is not None:
         return why
+    if isinstance(op, UnrealizedConversionCastOp) and (why := cast_meaning(op)) is not None:
+        return TpReject.OPAQUE_OP, why
     if (
         op.dialect_name() in _SEEN_THROUGH_DIALECTS
         or op.name in _VALUE_OPS

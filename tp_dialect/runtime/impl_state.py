@@ -17,7 +17,7 @@ from xdsl.interpreter import InterpreterFunctions
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
-MAX_LOOP_ITERATIONS = 1 << 20
+MAX_LOOP_ITERATIONS = 1 << 18
 """Loop iterations an interpreter runs in all (scf.for, scf.while, scf.parallel)."""
 
 

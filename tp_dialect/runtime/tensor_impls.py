@@ -101,6 +101,14 @@ def element_index(op: Operation, indices: Sequence[Any], shape: Sequence[int]) -
     return index
 
 
+def dim_of(op: Operation, shape: Sequence[int], index: Any) -> int:
+    """The size of axis ``index`` of ``shape``, or refused (``tensor.dim``, ``memref.dim``)."""
+    axis = int(index)
+    if not 0 <= axis < len(shape):
+        raise InterpretationError(f"'{op.name}' of axis {axis} of a rank-{len(shape)} value")
+    return shape[axis]
+
+
 def _slice_of(op: tensor.ExtractSliceOp | tensor.InsertSliceOp, dynamic: Sequence[Any], shape):
     return slice_index(
         op,
@@ -186,9 +194,7 @@ class TensorFunctions(ImplState):
 
     @impl(tensor.DimOp)
     def run_dim(self, interpreter: Interpreter, op: tensor.DimOp, args: PythonValues):
-        shape = np.shape(args[0])
-        (axis,) = element_index(op, args[1:], (len(shape),))
-        return (np.int64(shape[axis]),)
+        return (np.int64(dim_of(op, np.shape(args[0]), args[1])),)
 
     @impl(tensor.ConcatOp)
     def run_concat(self, interpreter: Interpreter, op: tensor.ConcatOp, args: PythonValues):

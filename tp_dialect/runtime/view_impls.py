@@ -16,36 +16,23 @@ import numpy as np
 from xdsl.dialects import bufferization, memref, vector
 from xdsl.dialects.builtin import UnrealizedConversionCastOp
 from xdsl.interpreter import Interpreter, PythonValues, impl
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Operation
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr
 from xdsl.utils.exceptions import InterpretationError
 
 from tp_dialect.dtypes import numpy_dtype
+from tp_dialect.op_guards import cast_meaning
 from tp_dialect.runtime.impl_state import ImplState
 from tp_dialect.runtime.int_ops import element_type
 from tp_dialect.runtime.tensor_impls import (
     check_fits,
+    dim_of,
     element_index,
     filled,
     reshaped,
     slice_index,
     static_shape,
 )
-
-
-def same_elements(source: Attribute, target: Attribute) -> bool:
-    """Whether a value of ``source`` can be read as a ``target`` unchanged: the same element
-    type, and as many elements where both state a shape (a tensor as a vector, a tensor on
-    a chip as the same tensor elsewhere)."""
-    if element_type(source) != element_type(target):
-        return False
-    shapes = [getattr(t, "get_shape", None) for t in (source, target)]
-    if any(s is None for s in shapes):
-        return shapes[0] is None and shapes[1] is None  # scalar to scalar
-    a, b = (s() for s in shapes)  # type: ignore[misc]
-    if any(n < 0 for n in (*a, *b)):
-        return True  # a dynamic size: checked on the data
-    return int(np.prod(a)) == int(np.prod(b))
 
 
 class ViewFunctions(ImplState):
@@ -98,9 +85,7 @@ class ViewFunctions(ImplState):
 
     @impl(memref.DimOp)
     def run_memref_dim(self, interpreter: Interpreter, op: memref.DimOp, args: PythonValues):
-        shape = np.shape(args[0])
-        (axis,) = element_index(op, args[1:], (len(shape),))
-        return (np.int64(shape[axis]),)
+        return (np.int64(dim_of(op, np.shape(args[0]), args[1])),)
 
     @impl(memref.RankOp)
     def run_rank(self, interpreter: Interpreter, op: memref.RankOp, args: PythonValues):
@@ -225,18 +210,10 @@ class ViewFunctions(ImplState):
     def run_unrealized_cast(
         self, interpreter: Interpreter, op: UnrealizedConversionCastOp, args: PythonValues
     ):
-        if len(args) != len(op.results):
-            raise InterpretationError(
-                f"'{op.name}' of {len(args)} values to {len(op.results)}: tp gives a cast a "
-                "meaning only value for value"
-            )
+        if (why := cast_meaning(op)) is not None:
+            raise InterpretationError(f"'{op.name}' {why}")
         out = []
-        for value, source, result in zip(args, op.operands, op.results, strict=True):
-            if not same_elements(source.type, result.type):
-                raise InterpretationError(
-                    f"'{op.name}' from {source.type} to {result.type}: tp gives a cast a "
-                    "meaning only between types holding the same elements"
-                )
+        for value, result in zip(args, op.results, strict=True):
             shape = getattr(result.type, "get_shape", None)
             if shape is not None and all(s >= 0 for s in shape()):
                 value = reshaped(op, np.asarray(value), shape())
