@@ -12,8 +12,10 @@ and the last add of the seed's fold when it is a valid all-reduce; every other o
 
 Calls are followed into the callee, once per distinct placement of the arguments (context
 sensitive); a call with no body to follow, or recursion, is *opaque*. An op that writes
-memory, or whose effects are unknown, is opaque too: the checker refuses opaque ops, never
-trusts them. Per-chip programs are followed across their link points: a received buffer
+memory, or whose effects are unknown, is opaque too, and so is an op tp gives no meaning to
+(`kind_opacity`: another dialect than those tp runs, a memref op reading raw memory; a cast
+changing what its values hold), so that tp-run runs everything a certificate holds: the
+checker refuses opaque ops, never trusts them. Per-chip programs are followed across their link points: a received buffer
 carries the placement of what its sender sent under that name.
 
 Why not xDSL's dataflow framework: in xDSL 0.75 its sparse forward analysis refuses ops with
