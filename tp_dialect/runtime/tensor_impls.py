@@ -38,8 +38,13 @@ def static_shape(op: Operation) -> tuple[int, ...]:
 def filled(op: Operation, shape: Sequence[int], dynamic: Sequence[Any]) -> tuple[int, ...]:
     """``shape`` with each dynamic entry (-1, or xDSL's marker) taken from ``dynamic`` in
     order; a negative size is refused."""
-    values = iter(int(v) for v in dynamic)
-    out = tuple(next(values) if s < 0 else s for s in shape)
+    values = [int(v) for v in dynamic]
+    if sum(s < 0 for s in shape) != len(values):
+        raise InterpretationError(
+            f"'{op.name}': {len(values)} sizes given for the dynamic sizes of {list(shape)}"
+        )
+    given = iter(values)
+    out = tuple(next(given) if s < 0 else s for s in shape)
     if any(s < 0 for s in out):
         raise InterpretationError(f"'{op.name}': a negative size in {list(out)}")
     return out
@@ -93,6 +98,19 @@ def slice_index(
     return tuple(slice(o, o + s * st, st) for o, s, st in zip(offs, szs, sts, strict=True))
 
 
+def rank_reduced(op: Operation, window: np.ndarray, shape: Sequence[int]) -> np.ndarray:
+    """A slice ``window`` as a result of ``shape``: a rank-reducing slice's type drops unit
+    axes (which, the data's order does not say: any unit axes dropped give it)."""
+    if len(shape) == window.ndim:
+        return window
+    dims = list(window.shape)
+    while len(dims) > len(shape) and 1 in dims:
+        dims.remove(1)
+    if len(dims) != len(shape):
+        raise InterpretationError(f"'{op.name}': a {list(window.shape)} slice is no {list(shape)}")
+    return reshaped(op, window, dims)
+
+
 def element_index(op: Operation, indices: Sequence[Any], shape: Sequence[int]) -> tuple[int, ...]:
     """``indices`` as a numpy index of one element of a tensor of ``shape``, or refused."""
     index = tuple(int(i) for i in indices)
@@ -133,16 +151,7 @@ class TensorFunctions(ImplState):
         self, interpreter: Interpreter, op: tensor.ExtractSliceOp, args: PythonValues
     ):
         index = _slice_of(op, args[1:], np.shape(args[0]))
-        window = args[0][index]
-        shape = static_shape(op)
-        if len(shape) != window.ndim:  # rank-reducing: the type drops unit axes
-            if all(s >= 0 for s in shape):
-                window = reshaped(op, window, shape)
-            else:
-                dims = list(window.shape)
-                while len(dims) > len(shape) and 1 in dims:
-                    dims.remove(1)
-                window = reshaped(op, window, dims)
+        window = rank_reduced(op, args[0][index], static_shape(op))
         return (self._fresh(np.ascontiguousarray(window)),)
 
     @impl(tensor.InsertSliceOp)

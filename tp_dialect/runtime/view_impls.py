@@ -29,6 +29,7 @@ from tp_dialect.runtime.tensor_impls import (
     dim_of,
     element_index,
     filled,
+    rank_reduced,
     reshaped,
     slice_index,
     static_shape,
@@ -118,12 +119,7 @@ class ViewFunctions(ImplState):
             args[1:],
             np.shape(args[0]),
         )
-        window = args[0][index]
-        shape = static_shape(op)
-        if len(shape) != window.ndim:  # rank-reducing: the type drops unit axes
-            window = window.reshape([n for n in window.shape if n != 1] or [])
-            if window.ndim != len(shape):
-                window = reshaped(op, window, [max(s, 1) for s in shape])
+        window = rank_reduced(op, args[0][index], static_shape(op))
         return (self._fresh(window),)
 
     @impl(memref.CollapseShapeOp)
