@@ -267,6 +267,7 @@ class _Plan:
     ufunc: np.ufunc | None = None
     reduce_axes: tuple[int, ...] = ()
     body: _Body | None = None  # the body on arrays (None: the loop plan runs it by points)
+    sizes: list[int] | None = None  # each loop's extent when every operand's type states it
 
 
 _PLANS: weakref.WeakKeyDictionary[Operation, _Plan] = weakref.WeakKeyDictionary()
@@ -308,6 +309,9 @@ def _make_plan(op: Structured) -> _Plan:
         [numpy_dtype(element_type(r.type)) for r in op.results],
         weakref.ref(op),
     )
+    shapes = [getattr(v.type, "get_shape", tuple)() for v in op.operands]
+    if all(n >= 0 for shape in shapes for n in shape):
+        plan.sizes = _static_sizes(plan, shapes)
     block = _body_block(op)
     followed = set.intersection(*(set(d) for d in out_dims)) if out_dims else set(range(rank))
     reduced = tuple(d for d in range(rank) if d not in followed)
@@ -369,9 +373,25 @@ def _contraction(op: LinalgStructuredOperation, plan: _Plan) -> bool:
 # -- running a plan --------------------------------------------------------------------------
 
 
+def _static_sizes(plan: _Plan, shapes: Sequence[Sequence[int]]) -> list[int] | None:
+    """Each loop's extent from the operands' static shapes, or None if they disagree."""
+    sizes: list[int | None] = [None] * plan.rank
+    for shape, m in zip(shapes, plan.maps, strict=True):
+        for axis, e in enumerate(m.results):
+            if isinstance(e, AffineDimExpr) and axis < len(shape):
+                d = e.position
+                if sizes[d] not in (None, shape[axis]):
+                    return None
+                sizes[d] = shape[axis]
+    return None if None in sizes else sizes  # type: ignore[return-value]
+
+
 def _sizes(plan: _Plan, args: Sequence[Any], op: Operation) -> list[int]:
-    """Each loop's extent, read off the operands' axes its maps name alone (the arrays',
-    not the types': a type may leave a size dynamic); they must agree."""
+    """Each loop's extent, read off the operands' axes its maps name alone (the arrays':
+    a type may leave a size dynamic, so only a plan of static types knows them); they
+    must agree."""
+    if plan.sizes is not None:
+        return plan.sizes
     sizes: list[int | None] = [None] * plan.rank
     for k, (arr, m) in enumerate(zip(args, plan.maps, strict=True)):
         if not isinstance(arr, np.ndarray):
@@ -417,14 +437,18 @@ def _gather(arr: np.ndarray, m: AffineMap, sizes: Sequence[int], op: Operation) 
 def _on_domain(
     arr: Any, dims: Sequence[int] | None, m: AffineMap, sizes: Sequence[int], op: Operation
 ) -> Any:
-    """``arr`` viewed with one axis per loop dim (size 1 where it does not vary)."""
+    """``arr`` viewed with one axis per loop dim (size 1 where it does not vary): a transpose
+    and a reshape inserting unit axes, which numpy does without copying."""
     if not isinstance(arr, np.ndarray):
         return arr
     if dims is None:
         return _gather(arr, m, sizes, op)
-    order = sorted(range(len(dims)), key=lambda i: dims[i])
+    order = sorted(range(len(dims)), key=dims.__getitem__)
     view = arr.transpose(order) if order != list(range(len(dims))) else arr
-    return np.expand_dims(view, tuple(d for d in range(len(sizes)) if d not in dims))
+    shape = [1] * len(sizes)
+    for i in order:
+        shape[dims[i]] = arr.shape[i]
+    return view.reshape(shape)
 
 
 def _from_domain(arr: np.ndarray, dims: Sequence[int], shape: Sequence[int]) -> np.ndarray:

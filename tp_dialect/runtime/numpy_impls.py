@@ -55,7 +55,7 @@ from tp_dialect.runtime.control_impls import ControlFunctions
 from tp_dialect.runtime.impl_state import MAX_LOOP_ITERATIONS, own_storage
 from tp_dialect.runtime.linalg_exec import points_of, run_structured
 from tp_dialect.runtime.progress import tick
-from tp_dialect.runtime.scalar_ops import KERNEL_OPS, kernel_for, result_dtype
+from tp_dialect.runtime.scalar_ops import KERNEL_OPS, cached_kernel, kernel_for, result_dtype
 from tp_dialect.runtime.tensor_impls import TensorFunctions
 from tp_dialect.runtime.view_impls import ViewFunctions
 
@@ -74,7 +74,7 @@ STRUCTURED_OPS: tuple[type[Operation], ...] = (
 def _run_kernel(
     self: InterpreterFunctions, interpreter: Interpreter, op: Operation, args: PythonValues
 ) -> PythonValues:
-    kernel = kernel_for(op)
+    kernel = cached_kernel(op)
     if kernel is None:
         raise InterpretationError(f"{op.name} of this type has no numpy kernel")
     value = kernel(*args)
@@ -129,8 +129,14 @@ class NumpyFunctions(ControlFunctions, TensorFunctions, ViewFunctions):
     # -- linalg ------------------------------------------------------------------------
 
     for _op in STRUCTURED_OPS:
-        locals()[f"run_{_op.name}"] = impl(_op)(_run_structured)
+        if _op is not linalg.FillOp:
+            locals()[f"run_{_op.name}"] = impl(_op)(_run_structured)
     del _op
+
+    @impl(linalg.FillOp)  # its plan's answer, without running a body at every element
+    def run_fill(self, interpreter: Interpreter, op: linalg.FillOp, args: PythonValues):
+        n_in = len(op.inputs)
+        return tuple(np.full(np.shape(out), args[0], out.dtype) for out in args[n_in:])
 
     @impl(linalg.BroadcastOp)
     def run_linalg_broadcast(

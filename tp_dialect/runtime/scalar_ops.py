@@ -11,6 +11,7 @@ predicates hold where either operand is NaN); integers follow arith's two's comp
 from __future__ import annotations
 
 import math as pymath
+import weakref
 from typing import Any
 
 import numpy as np
@@ -165,6 +166,19 @@ def _constant(op: arith.ConstantOp) -> Kernel | None:
     else:
         return None
     return lambda: held
+
+
+_KERNELS: weakref.WeakKeyDictionary[Operation, Kernel | None] = weakref.WeakKeyDictionary()
+
+
+def cached_kernel(op: Operation) -> Kernel | None:
+    """`kernel_for` ``op``, made once and kept while the op lives (a kernel closes over its
+    types' widths and dtypes)."""
+    try:
+        return _KERNELS[op]
+    except KeyError:
+        kernel = _KERNELS[op] = kernel_for(op)
+        return kernel
 
 
 def kernel_for(op: Operation) -> Kernel | None:

@@ -30,14 +30,14 @@ from tp_dialect.runtime.scalar_ops import result_dtype
 
 def static_shape(op: Operation) -> tuple[int, ...]:
     """``op``'s first result's shape as its type states it (-1 where dynamic)."""
-    t = op.results[0].type
-    assert isinstance(t, ShapedType)
-    return tuple(t.get_shape())
+    return tuple(op.results[0].type.get_shape())  # type: ignore[attr-defined]
 
 
 def filled(op: Operation, shape: Sequence[int], dynamic: Sequence[Any]) -> tuple[int, ...]:
     """``shape`` with each dynamic entry (-1, or xDSL's marker) taken from ``dynamic`` in
     order; a negative size is refused."""
+    if not dynamic and all(s >= 0 for s in shape):
+        return tuple(shape)
     values = [int(v) for v in dynamic]
     if sum(s < 0 for s in shape) != len(values):
         raise InterpretationError(
