@@ -13,8 +13,10 @@ compared with its plain-numpy answer.
 from __future__ import annotations
 
 import functools
+import gc
 import subprocess
 import sys
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -289,3 +291,29 @@ def test_tp_run_runs_certified_programs_end_to_end(tmp_path: Path, storage: list
     )
     assert run.returncode == 0, run.stderr
     check(dict(np.load(out)), two_chip_answer(random_weights(load(TWO_CHIP), 6)), 1e-5)
+
+
+def test_a_dropped_module_frees_its_plans_and_kernels() -> None:
+    """Invariant: the executor's caches (a plan per structured op, a kernel per scalar op)
+    hold no IR, so a module run and dropped is freed — kernels that name their op in an
+    error (a division) included."""
+    text = """
+func.func @main(%a: tensor<4xi32>, %b: tensor<4xi32>, %s: i32, %t: i32) -> (tensor<4xi32>, i32) {
+  %e = tensor.empty() : tensor<4xi32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%a, %b : tensor<4xi32>, tensor<4xi32>) outs(%e : tensor<4xi32>) {
+  ^bb0(%x: i32, %y: i32, %o: i32):
+    %q = arith.divsi %x, %y : i32
+    linalg.yield %q : i32
+  } -> tensor<4xi32>
+  %u = arith.divsi %s, %t : i32
+  func.return %r, %u : tensor<4xi32>, i32
+}
+"""
+    module = load(text)
+    a, b = np.array([7, -7, 9, 1], np.int32), np.array([2, 2, -4, 1], np.int32)
+    got = run_program(module, {"a": a, "b": b, "s": np.int32(-9), "t": np.int32(2)})
+    check(got, [np.array([3, -3, -2, 1], np.int32), np.int32(-4)], 0)
+    held = weakref.ref(module)
+    del module
+    gc.collect()
+    assert held() is None, "a cache keeps the module alive"

@@ -87,9 +87,9 @@ def wrap(x: Any, bits: int, dtype: np.dtype) -> np.ndarray:
         return ((v ^ sign) - sign).astype(dtype)
 
 
-def _nonzero(b: np.ndarray, op: Operation) -> None:
+def _nonzero(b: np.ndarray, name: str) -> None:
     if np.any(b == 0):
-        raise InterpretationError(f"{op.name}: division by zero (undefined behaviour)")
+        raise InterpretationError(f"{name}: division by zero (undefined behaviour)")
 
 
 def _binary(op: Operation, f: Callable[[np.ndarray, np.ndarray], Any], view: str) -> Kernel:
@@ -107,6 +107,7 @@ def _binary(op: Operation, f: Callable[[np.ndarray, np.ndarray], Any], view: str
 
 
 def _division(op: Operation, kind: str) -> Kernel:
+    name = op.name  # kernels keep no IR: a cached kernel must not keep its op alive
     bits = width(op.operands[0].type)
     dtype = numpy_dtype(element_type(op.results[0].type))
     low = -(1 << (bits - 1))
@@ -114,14 +115,14 @@ def _division(op: Operation, kind: str) -> Kernel:
     def kernel(a: Any, b: Any) -> Any:
         if kind.endswith("u"):
             x, y = unsigned(a, bits), unsigned(b, bits)
-            _nonzero(y, op)
+            _nonzero(y, name)
             q, r = x // y, x % y
             value = q + (r != 0).astype(np.uint64) if kind == "ceilu" else q if kind == "u" else r
         else:
             x, y = signed(a, bits), signed(b, bits)
-            _nonzero(y, op)
+            _nonzero(y, name)
             if kind != "rem" and np.any((x == low) & (y == -1)):
-                raise InterpretationError(f"{op.name}: {low} / -1 overflows (undefined behaviour)")
+                raise InterpretationError(f"{name}: {low} / -1 overflows (undefined behaviour)")
             floor, mod = x // y, x % y
             if kind == "floor":
                 value = floor
@@ -250,6 +251,7 @@ def _bit_count(op: Operation, kind: str) -> Kernel:
 def _ipowi(op: Operation) -> Kernel:
     """math.ipowi: exact power wrapped; a negative exponent gives 1/x**n rounded towards
     zero (0 but for x = 1 and -1), division by zero refused."""
+    name = op.name
     bits = width(op.operands[0].type)
     dtype = numpy_dtype(element_type(op.results[0].type))
     mask = (1 << bits) - 1
@@ -258,7 +260,7 @@ def _ipowi(op: Operation) -> Kernel:
         if n >= 0:
             return pow(x, n, 1 << bits)
         if x == 0:
-            raise InterpretationError(f"{op.name}: 0 to a negative power (division by zero)")
+            raise InterpretationError(f"{name}: 0 to a negative power (division by zero)")
         return 1 if x == 1 else (1 if n % 2 == 0 else -1) if x == -1 else 0
 
     def kernel(a: Any, b: Any) -> Any:

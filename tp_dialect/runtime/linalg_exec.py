@@ -259,7 +259,6 @@ class _Plan:
     views: list[list[int] | None]  # per operand: the distinct loop dims it projects, or None
     out_dims: list[list[int]]  # per output: the loop dim of each of its axes
     out_dtypes: list[np.dtype]
-    op: weakref.ref[Operation]
     subscripts: str = ""
     factors: tuple[int, int] = (0, 0)  # input indices of a contraction's factors
     product_dtype: np.dtype | None = None  # what a contraction multiplies in
@@ -307,7 +306,6 @@ def _make_plan(op: Structured) -> _Plan:
         views,
         out_dims,
         [numpy_dtype(element_type(r.type)) for r in op.results],
-        weakref.ref(op),
     )
     shapes = [getattr(v.type, "get_shape", tuple)() for v in op.operands]
     if all(n >= 0 for shape in shapes for n in shape):
