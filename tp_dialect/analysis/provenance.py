@@ -15,8 +15,8 @@ sensitive); a call with no body to follow, or recursion, is *opaque*. An op that
 memory, or whose effects are unknown, is opaque too, and so is an op tp gives no meaning to
 (`kind_opacity`: another dialect than those tp runs, a memref op reading raw memory; a cast
 changing what its values hold), so that tp-run runs everything a certificate holds: the
-checker refuses opaque ops, never trusts them. Per-chip programs are followed across their link points: a received buffer
-carries the placement of what its sender sent under that name.
+checker refuses opaque ops, never trusts them. Per-chip programs are followed across their
+link points: a received buffer carries the placement of what its sender sent under that name.
 
 Why not xDSL's dataflow framework: in xDSL 0.75 its sparse forward analysis refuses ops with
 regions and does not follow calls (its region-branch and call interfaces are still to do), and
