@@ -1,6 +1,6 @@
 """tp's passes, one module each; `TP_PASSES` maps each pass name to its class.
 
-tp-split (an unsharded program over N chips, by a plan); the lowering pipeline (DESIGN §3):
+tp-split (an unsharded program over N chips, by a plan); the lowering pipeline (docs/design.md §3):
 tp-verify, tp-raise-allreduce, tp-fuse, tp-relocate, tp-transfers, tp-phase, tp-link-points,
 tp-relay; tp-legalize (chip legality); and tp-inline (an outlined program's calls
 inlined: its flat form). Classes are imported on demand, as xDSL's own registry does, so

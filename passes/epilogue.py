@@ -21,8 +21,6 @@ from tp_dialect.analysis.touch import captured, collective, storage, written_in_
 from tp_dialect.ops import AllReduceOp, SectionOp, YieldOp
 from tp_dialect.shims import TensorParallelShim, members
 
-_EVERY_CHIP = ("oneshot", "ring", "twoshot")
-
 
 @dataclass
 class FuseEpilogue(RewritePattern):
@@ -34,7 +32,7 @@ class FuseEpilogue(RewritePattern):
         if not isinstance(op, SectionOp) or not isinstance(op.parent_op(), FuncOp):
             return
         reduce = collective(op)
-        if not isinstance(reduce, AllReduceOp) or reduce.algorithm_name not in _EVERY_CHIP:
+        if not isinstance(reduce, AllReduceOp) or not reduce.sums_on_every_chip:
             return
         absorbed: list[SectionOp] = []
         fused = members(op)

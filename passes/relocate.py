@@ -11,8 +11,10 @@ first; a fold that is not an all-reduce is refused (``fold-not-allreduce``), nev
 two-way adds. A ring fold (every chip once, in a cyclic rotation of chip order) is an
 all-reduce that a ``tp.allreduce`` would round differently: it stays a fold, each add a
 statement on every chip (spine work), so every chip adds the partials in the fold's own order.
-Constants stay outside sections (every chip holds its own). The certificate is dropped:
-placement changed.
+Constants stay outside sections (every chip holds its own). Placement changes what a
+certificate vouched for: a program certified before the pass is checked again after it and
+stamped anew (tp-verify's check, so the output is certified only if it holds); any other
+certificate is dropped.
 
 An outlined program (``@decode`` calling ``@layer``, `tp_dialect.analysis.calls`): the
 callee's statements become sections once, placed by its arguments' types (a spine argument
@@ -49,7 +51,7 @@ from tp_dialect.analysis.cost import best_allreduce, nbytes, split_axis
 from tp_dialect.analysis.machine import Machine, MachineError, machine_from
 from tp_dialect.analysis.provenance import Provenance
 from tp_dialect.analysis.touch import is_statement
-from tp_dialect.certificate import drop
+from tp_dialect.certificate import drop, status
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.grid import stated_chips
 from tp_dialect.names import value_name
@@ -64,6 +66,7 @@ from tp_dialect.passes.preconditions import (
 )
 from tp_dialect.passes.raise_allreduce import TpRaiseAllreduce
 from tp_dialect.passes.rewrites import move_op, set_algorithm
+from tp_dialect.passes.verify import certify_if_sound
 from tp_dialect.shims import TensorParallelShim
 
 
@@ -133,6 +136,7 @@ class TpRelocate(ModulePass):
     shim: ShimName = "reference"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        certified = status(op) == "valid"
         choices = (*AllReduceOp.ALGORITHMS, "auto")
         if self.allreduce not in choices:
             # the pipeline parser checks the Literal; a pass built in Python may not be
@@ -179,6 +183,8 @@ class TpRelocate(ModulePass):
             fuse = PatternRewriteWalker(FuseEpilogue(shim), apply_recursively=False)
             fuse.rewrite_module(op)
         drop(op)
+        if certified:
+            certify_if_sound(op)
 
 
 def _choose(reduce: AllReduceOp, n: int, machine: Machine, report: bool) -> str:

@@ -4,7 +4,8 @@ Invariant: the result computes what the source computes — every value the plan
 N chip-local values (chip c's runs of one axis), every partial sum reaches the spine through
 one ``tp.allreduce``, every cut host output is stored by ``tp.unshard`` — or the pass refuses,
 naming the op, the value and why the cut cannot pass (``cannot-split``, ``plan-mismatch``);
-it never writes a program it cannot justify.
+it never writes a program it cannot justify. What it writes is certified where the shard
+obligation holds on it (tp-verify's check, run on the output).
 
 Cuts start at the weights the plan names (`tp_dialect.analysis.plan`) and move forward through
 the ops, one rule each (`tp_dialect.analysis.layouts` holds the arithmetic):
@@ -39,8 +40,6 @@ from xdsl.context import Context
 from xdsl.dialects import arith, func, tensor
 from xdsl.dialects.builtin import (
     DenseArrayBase,
-    DenseIntOrFPElementsAttr,
-    FloatAttr,
     IntegerAttr,
     ModuleOp,
     TensorType,
@@ -56,9 +55,10 @@ from tp_dialect.analysis.layouts import Split, collapse, expand, window
 from tp_dialect.analysis.plan import PlanError, TpPlan, load_plan
 from tp_dialect.attrs import SliceAttr, chip_of, on_chip
 from tp_dialect.diagnostics import TpDiagnostic
-from tp_dialect.linalg_kinds import contraction
+from tp_dialect.linalg_kinds import contraction, is_zeros
 from tp_dialect.names import value_hint, value_name
 from tp_dialect.ops import AllReduceOp, ShardOp, UnshardOp
+from tp_dialect.passes.verify import certify_if_sound
 from tp_dialect.reject import TpReject
 from tp_dialect.signature import NAME_ATTR, ROLE_ATTR, entry_function
 
@@ -102,6 +102,9 @@ class TpSplit(ModulePass):
             if collecting:
                 gc.enable()
         op.attributes["tp.chips"] = IntegerAttr(self.chips, i64)
+        # What tp-split writes is a tensor-parallel program of its own: certify it where the
+        # shard obligation holds (tp-verify names why where it does not).
+        certify_if_sound(op)
 
 
 def _refuse_split_input(module: ModuleOp) -> None:
@@ -440,7 +443,7 @@ class _Splitter:
                     "of products: the chips' parts cannot be combined by an all-reduce",
                 )
             for init in op.outputs:
-                if not _zeros(init):
+                if not is_zeros(init):
                     raise self.refuse(
                         op,
                         first,
@@ -620,18 +623,3 @@ def _elementwise(op: Operation) -> bool:
         return False
     shapes = {_shape(v) for v in (*op.operands, *op.results)}
     return len(shapes) == 1 and all(isinstance(v.type, TensorType) for v in op.results)
-
-
-def _zeros(v: SSAValue) -> bool:
-    """Whether ``v`` is all zeros: a fill with the constant 0, or a dense zero constant."""
-    owner = v.owner
-    if isinstance(owner, linalg.FillOp):
-        scalar = owner.inputs[0].owner
-        return (
-            isinstance(scalar, arith.ConstantOp)
-            and isinstance(scalar.value, FloatAttr | IntegerAttr)
-            and float(scalar.value.value.data) == 0.0
-        )
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, DenseIntOrFPElementsAttr):
-        return all(float(x) == 0.0 for x in owner.value.get_values())
-    return False

@@ -26,6 +26,7 @@ from xdsl.passes import ModulePass
 
 from tp_dialect.analysis.obligation import check_obligation
 from tp_dialect.certificate import stamp
+from tp_dialect.diagnostics import TpDiagnostic
 
 
 @dataclass(frozen=True)
@@ -41,3 +42,15 @@ class TpVerify(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_obligation(op)
         stamp(op)
+
+
+def certify_if_sound(module: ModuleOp) -> bool:
+    """Stamp ``module`` with a certificate when the shard obligation holds on it (tp-verify's
+    check, run by a pass on what it produced); otherwise leave it without one, for tp-verify
+    to name why. Whether it was stamped."""
+    try:
+        check_obligation(module)
+    except TpDiagnostic:
+        return False
+    stamp(module)
+    return True

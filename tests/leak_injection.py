@@ -24,7 +24,15 @@ exclude:
 * ``cast`` — chip data laundered to the spine through ``builtin.unrealized_conversion_cast`` or
   a memref (``bufferization.to_buffer`` / ``to_tensor``);
 * ``overlap-slices`` — two chips' slices of a row-split weight made the same;
-* ``move-argument`` — a spine argument of the entry function moved onto a chip.
+* ``move-argument`` — a spine argument of the entry function moved onto a chip;
+* ``cross-slices`` — two chips' slices of a row-split weight swapped: each side still covers
+  the axis, but every chip pairs its activation with another chip's rows;
+* ``reorder-ranges`` — a chip's slice of a row-split weight lists its ranges in another
+  order (one range split in two and swapped): position by position, the operands differ;
+* ``not-a-sum`` — a partial's contraction keeps the max of its products, or ignores its
+  accumulator, instead of adding to it;
+* ``start-nonzero`` — a partial's contraction starts from a fill of 1 (or, where one is at
+  hand, from a spine value) instead of zeros: the all-reduce adds the start once per chip.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from dataclasses import dataclass
 from xdsl.dialects import arith, bufferization, func, scf, tensor
 from xdsl.dialects.builtin import (
     Float32Type,
+    FloatAttr,
     FunctionType,
     IndexType,
     IntegerAttr,
@@ -51,10 +60,10 @@ from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.rewriter import Rewriter
 from xdsl.traits import IsolatedFromAbove, IsTerminator
 
-from tp_dialect.analysis.coverage import contracted_slices
+from tp_dialect.analysis.coverage import claim_of, contracted_slices
 from tp_dialect.analysis.folds import Fold, find_folds
 from tp_dialect.analysis.provenance import Provenance
-from tp_dialect.attrs import chip_of, on_chip
+from tp_dialect.attrs import SliceAttr, chip_of, on_chip
 from tp_dialect.grid import stated_chips
 from tp_dialect.ops import AllReduceOp, ShardOp, UnshardOp
 from tp_dialect.program_ops import ChipProgramOp
@@ -492,6 +501,91 @@ def move_argument(module: ModuleOp, rng: random.Random) -> str | None:
     return f"argument %{arg.name_hint} moved onto chip {chip}"
 
 
+def cross_slices(module: ModuleOp, rng: random.Random) -> str | None:
+    found = _contracted_shards(module)
+    pairs = [
+        (a, b)
+        for op_a, ca, a, wa in found
+        for op_b, cb, b, wb in found
+        if op_a is op_b
+        and ca < cb
+        and wa is wb
+        and a.slice.shape == b.slice.shape
+        and a.slice != b.slice
+    ]
+    if not pairs:
+        return None
+    a, b = rng.choice(pairs)
+    a.slice, b.slice = b.slice, a.slice
+    return f"chips {chip_of(a.result.type)} and {chip_of(b.result.type)} swap their slices"
+
+
+def reorder_ranges(module: ModuleOp, rng: random.Random) -> str | None:
+    shards = [shard for _, _, shard, _ in _contracted_shards(module)]
+    if not shards:
+        return None
+    shard = rng.choice(shards)
+    ranges = list(shard.slice.ranges)
+    if len(ranges) >= 2:
+        k = rng.randrange(1, len(ranges))
+        ranges = ranges[k:] + ranges[:k]
+    else:
+        (start, length) = ranges[0]
+        if length < 2:
+            return None
+        half = length // 2
+        ranges = [(start + half, length - half), (start, half)]
+    sl = shard.slice
+    shard.slice = SliceAttr(sl.axis_index, ranges, sl.full_shape)
+    return f"%{shard.result.name_hint}'s ranges listed as {ranges}"
+
+
+def _partial_reductions(module: ModuleOp) -> list[tuple[int, Operation]]:
+    """(chip, the reduction computing its partial) for every partial summed over slices."""
+    solver = Provenance(module).top
+    found: list[tuple[int, Operation]] = []
+    for op, partials in _collectives(module):
+        for c, p in enumerate(partials):
+            made = claim_of(p, solver, op, c)
+            if made is not None and made.shards:
+                found.append((c, made.op))
+    return found
+
+
+def not_a_sum(module: ModuleOp, rng: random.Random) -> str | None:
+    found = [(c, op) for c, op in _partial_reductions(module) if isinstance(op, linalg.GenericOp)]
+    if not found:
+        return None
+    c, op = rng.choice(found)
+    block = op.body.block
+    add = block.last_op.operands[0].owner  # type: ignore[union-attr]
+    assert isinstance(add, arith.AddfOp)
+    if rng.random() < 0.5:
+        Rewriter.replace_op(add, arith.MaximumfOp(add.lhs, add.rhs))
+        return f"chip {c}'s partial keeps the max of its terms"
+    acc = block.args[len(op.inputs)]
+    term = add.rhs if add.lhs is acc else add.lhs
+    add.results[0].replace_all_uses_with(term)
+    add.detach()
+    add.erase()
+    return f"chip {c}'s partial ignores its accumulator"
+
+
+def start_nonzero(module: ModuleOp, rng: random.Random) -> str | None:
+    found = [(c, op) for c, op in _partial_reductions(module) if isinstance(op, linalg.GenericOp)]
+    if not found:
+        return None
+    c, op = rng.choice(found)
+    init = op.outputs[0]
+    one = arith.ConstantOp(FloatAttr(1.0, Float32Type()))
+    fill = linalg.FillOp((one.result,), (init,), (init.type,))
+    block = op.parent_block()
+    assert block is not None
+    block.insert_ops_before([one, fill], op)
+    op.operands = [fill.results[0] if v is init else v for v in op.operands]
+    return f"chip {c}'s partial starts from a fill of 1"
+
+
 MUTATORS: dict[str, Mutator] = {
     "swap-partial": swap_partial,
     "drop-partial": drop_partial,
@@ -502,7 +596,14 @@ MUTATORS: dict[str, Mutator] = {
     "cast": cast,
     "overlap-slices": overlap_slices,
     "move-argument": move_argument,
+    "cross-slices": cross_slices,
+    "reorder-ranges": reorder_ranges,
+    "not-a-sum": not_a_sum,
+    "start-nonzero": start_nonzero,
 }
+
+COVERAGE_KINDS = frozenset({"cross-slices", "reorder-ranges", "not-a-sum", "start-nonzero"})
+"""Mutators that need an all-reduce over contractions of weight slices."""
 
 FOLD_MUTATORS: dict[str, Mutator] = {"break-fold": break_fold, "swap-partial": swap_partial}
 """What breaks a fold of adds (a ring's rotated ones included): for modules that hold one

@@ -21,3 +21,16 @@ def program(cfg: Qwen3Config) -> ModuleOp:
 
 def tiny(**overrides: int | str | bool) -> Qwen3Config:
     return Qwen3Config.preset("tiny", **overrides)
+
+
+def tiny_on(chips: int, **overrides: int | str | bool) -> Qwen3Config:
+    """A tiny Qwen3 that ``chips`` divides: the preset where it does (N | 8), else heads,
+    KV heads and the MLP scaled to N (N = 3: 6 heads, 3 KV heads, intermediate 48)."""
+    if 8 % chips == 0:
+        return tiny(chips=chips, **overrides)
+    scaled: dict[str, int | str | bool] = {
+        "heads": 2 * chips,
+        "kv_heads": chips,
+        "intermediate": 16 * chips,
+    }
+    return tiny(chips=chips, **{**scaled, **overrides})

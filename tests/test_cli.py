@@ -44,7 +44,7 @@ def test_malformed_input_is_a_located_error_with_exit_1(name: str, where: str) -
     ("args", "message"),
     [
         (["missing.mlir"], "tp-opt: error: cannot read input 'missing.mlir'"),
-        (["--tp-no-such-pass"], "unrecognized arguments: --tp-no-such-pass"),
+        (["--tp-no-such-pass"], "tp-opt: error: unknown flag --tp-no-such-pass"),
         (["-p", "no-such-pass"], "Unrecognized passes: ['no-such-pass']"),
         (["-p", "canonicalize{bogus=1}"], "bad pass pipeline 'canonicalize{bogus=1}'"),
         *(

@@ -4,9 +4,10 @@ Every unmutated generated Qwen3 program — N = 1..8, seed fold or tp.allreduce,
 of the pipeline (source, raised, sectioned, phased, fused, per-chip programs under the relay)
 — is certified; and every program with a leak injected (tests/leak_injection.py: a partial
 swapped or dropped, a chip scalar routed into the spine, a chip value captured by a region,
-a leak wrapped in scf.if / scf.for, laundered through a cast, two slices overlapped, an
+a leak wrapped in scf.if / scf.for, laundered through a cast, two slices overlapped, swapped
+or their ranges reordered, a partial's contraction made a max or started from non-zero, an
 argument moved onto a chip) into those programs and into random programs at every stage is
-refused by tp-verify. ``make test`` runs at least 1,000 injected programs; ``make fuzz`` (or
+refused by tp-verify. ``make test`` runs at least 1,200 injected programs; ``make fuzz`` (or
 TP_FUZZ_EXAMPLES=n) runs more.
 """
 
@@ -21,8 +22,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from ir_helpers import SETTINGS, apply, parse
-from leak_injection import MUTATORS
-from programs import program, tiny
+from leak_injection import COVERAGE_KINDS, MUTATORS
+from programs import program, tiny_on
 from random_programs import programs
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.printer import Printer
@@ -44,29 +45,31 @@ STAGES: dict[str, tuple[str, str]] = {
     "ring": ("source", "tp-relocate{allreduce=ring},tp-transfers,tp-phase"),
     "fused": ("source", "tp-fuse{shim=sn40l},tp-relocate,tp-transfers,tp-phase"),
 }
-# Injected programs per mutation kind: 9 kinds x 60 into generated programs and 7 kinds x 72
-# into random ones (which have no contractions over slices to drop or overlap) = 1,044.
+# Injected programs per mutation kind: 13 kinds x 60 into generated programs and 7 kinds x 72
+# into random ones (which have no contractions over slices to drop, overlap, cross, reorder,
+# or make other than sums) = 1,284.
 EXAMPLES = int(os.environ.get("TP_FUZZ_EXAMPLES", "60"))
-RANDOM_KINDS = sorted(set(MUTATORS) - {"drop-partial", "overlap-slices"})
+RANDOM_KINDS = sorted(set(MUTATORS) - {"drop-partial", "overlap-slices"} - COVERAGE_KINDS)
 
 
-def qwen3(chips: int, fold: bool) -> Qwen3Config:
-    """A one-layer tiny Qwen3 that N chips divide (dims scaled for N = 3, 5, 6, 7)."""
-    if 8 % chips == 0:
-        return tiny(chips=chips, layers=1, fold=fold)
-    return tiny(
-        chips=chips, layers=1, fold=fold, heads=2 * chips, kv_heads=chips, intermediate=16 * chips
-    )
+def qwen3(chips: int, fold: bool, fused: bool = False) -> Qwen3Config:
+    """A one-layer tiny Qwen3 that N chips divide (dims scaled for N = 3, 5, 6, 7);
+    ``fused``: packed qkv and gate_up projections (every chip's slice in several ranges)."""
+    return tiny_on(chips, layers=1, fold=fold, fused_qkv=fused, fused_gate_up=fused)
 
 
 @functools.cache
-def staged(chips: int, fold: bool, stage: str, outline: bool = False) -> ModuleOp:
+def staged(
+    chips: int, fold: bool, stage: str, outline: bool = False, fused: bool = False
+) -> ModuleOp:
     """The generated program at ``stage`` (cached; callers clone it); ``outline``: two layers
-    as one ``@layer`` called twice (at the programs stage, per-chip functions)."""
+    as one ``@layer`` called twice (at the programs stage, per-chip functions); ``fused``:
+    packed projections."""
     start, passes = STAGES[stage]
     if not start:
-        return outlined(qwen3(chips, fold)) if outline else program(qwen3(chips, fold))
-    module = staged(chips, fold, start, outline).clone()
+        cfg = qwen3(chips, fold, fused)
+        return outlined(cfg) if outline else program(cfg)
+    module = staged(chips, fold, start, outline, fused).clone()
     apply(module, passes)
     return module
 
@@ -117,23 +120,32 @@ def test_every_generated_program_is_certified_at_every_stage(chips: int, fold: b
         assert status(module) == "valid"
 
 
+@pytest.mark.parametrize("chips", [1, 2, 4])
+def test_packed_programs_are_certified_at_every_stage(chips: int) -> None:
+    """Slices of several ranges (packed qkv, gate_up): their positions pair up at every
+    stage, flat and outlined."""
+    for stage in STAGES:
+        for outline in (False, True):
+            check_obligation(staged(chips, False, stage, outline, True).clone())
+
+
 BASES = [(c, f, s, False) for c in (1, 2, 3, 4) for f in (False, True) for s in STAGES]
 # Outlined programs: a leak in @layer (or in a per-chip function) is in every call.
 BASES += [(c, f, s, True) for c in (2, 4) for f in (False, True) for s in STAGES]
+# Packed projections: slices of several ranges, flat and outlined.
+BASES += [(c, False, s, o, True) for c in (1, 2, 4) for s in STAGES for o in (False, True)]
 
 
 @pytest.mark.parametrize("kind", sorted(MUTATORS))
 @settings(max_examples=EXAMPLES, **SETTINGS)
 @given(base=st.sampled_from(BASES), seed=st.integers(0, 2**32 - 1))
 def test_leaks_injected_into_generated_programs_are_refused(
-    kind: str, base: tuple[int, bool, str, bool], seed: int
+    kind: str, base: tuple[int, bool, str, bool] | tuple[int, bool, str, bool, bool], seed: int
 ) -> None:
     module = staged(*base).clone()
     what = MUTATORS[kind](module, random.Random(seed))
     assume(what is not None)  # no place for this kind in this program
-    _assert_refused(
-        module, f"{kind}: {what} (N={base[0]}, fold={base[1]}, {base[2]}, outline={base[3]})"
-    )
+    _assert_refused(module, f"{kind}: {what} (N, fold, stage, outline, fused = {base})")
 
 
 RANDOM_STAGES = ["source", "raised", "sectioned", "ring", "phased", "programs"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from io import StringIO
 from typing import Any
 
@@ -164,6 +164,9 @@ class CountingSource:
         ranges = tuple(ranges)
         self.slices.append((name, axis, ranges))
         return self.inner.ranges(name, axis, ranges)
+
+    def names(self) -> Collection[str]:
+        return self.inner.names()
 
 
 @pytest.mark.parametrize("stage", list(STAGES))

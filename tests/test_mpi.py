@@ -20,11 +20,14 @@ from programs import program, tiny
 from safetensors.numpy import save_file
 
 from tp_dialect.frontend.qwen3 import generate
+from tp_dialect.runtime import mpi_exec
 from tp_dialect.runtime.checkpoint import MemorySource, place_weights, random_inputs, random_weights
 from tp_dialect.runtime.mpi_exec import TEST_EXIT_ENV
 from tp_dialect.runtime.reference import run_program
+from tp_dialect.tools import run_mpi
 from tp_dialect.tools.run_mpi import rank_lines
 from tp_dialect.tools.source import load_program
+from tp_dialect.tools.tp_run import main as tp_run_main
 from tp_dialect.universe import tp_context
 
 BIN = Path(sys.executable).parent
@@ -206,10 +209,121 @@ def test_a_wrong_world_size_is_one_line(tmp_path: Path) -> None:
     proc = tp_run(src, "--weights", ckpt, "--inputs", inputs, "--outputs", out, "--mpi", 3)
     line = one_error(proc)
     assert line == (
-        "tp-run: error: world size 3 does not fit the program: it has 2 chip(s), "
-        "so it runs on 2 rank(s)"
+        "tp-run: error: --mpi 3 does not fit the program: it has 2 chip(s), one rank each: "
+        "give --mpi 2"
     )
     assert not out.exists()
+
+
+def test_a_wrong_world_size_under_your_own_launcher_is_one_line(tmp_path: Path) -> None:
+    src, ckpt, inputs, _ = qwen3_files(tmp_path, 2)
+    mpiexec = BIN / "mpiexec"
+    proc = subprocess.run(
+        [str(mpiexec), "-n", "3", str(BIN / "tp-run"), str(src), "--backend", "mpi"]
+        + ["--weights", str(ckpt), "--inputs", str(inputs)],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert proc.returncode != 0
+    assert (
+        "tp-run: error: world size 3 does not fit the program: it has 2 chip(s), "
+        "so it runs on 2 rank(s)"
+    ) in proc.stderr
+
+
+class FakeLauncher:
+    """Stands in for `run_bounded`: records each command it is asked to start, starts none."""
+
+    def __init__(self) -> None:
+        self.started: list[list[str]] = []
+
+    def __call__(self, cmd: list[str], *_: object) -> subprocess.CompletedProcess[str]:
+        self.started.append(list(cmd))
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+
+@pytest.fixture
+def launcher(monkeypatch: pytest.MonkeyPatch) -> FakeLauncher:
+    fake = FakeLauncher()
+    monkeypatch.setattr(run_mpi, "run_bounded", fake)
+    monkeypatch.setattr(mpi_exec, "load_mpi", lambda: None)  # no MPI in the test process
+    return fake
+
+
+@pytest.mark.parametrize(
+    ("stage", "flags", "ranks"),
+    [
+        ("source", ["--mpi", "2"], 2),
+        ("source", ["--mpi", "2", "--relay", "host"], 3),
+        ("programs", ["--mpi", "2"], 2),
+    ],
+)
+def test_the_launcher_starts_as_many_ranks_as_chips(
+    launcher: FakeLauncher,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    stage: str,
+    flags: list[str],
+    ranks: int,
+) -> None:
+    path = _two_chip_program(tmp_path, stage)
+    assert tp_run_main([str(path), "--random-weights", "0", "--random-inputs", "1", *flags]) == 0
+    [cmd] = launcher.started
+    assert cmd[1:3] == ["-n", str(ranks)]
+
+
+@pytest.mark.parametrize("n", ["1", "3", "1000", str(2**40)])
+@pytest.mark.parametrize("stage", ["source", "programs"])
+def test_a_world_that_does_not_fit_starts_no_rank(
+    launcher: FakeLauncher, capsys: pytest.CaptureFixture[str], tmp_path: Path, stage: str, n: str
+) -> None:
+    path = _two_chip_program(tmp_path, stage)
+    code = tp_run_main([str(path), "--random-weights", "0", "--random-inputs", "1", "--mpi", n])
+    err = capsys.readouterr().err.splitlines()
+    assert code == 1 and launcher.started == []
+    assert err[-1] == (
+        f"tp-run: error: --mpi {n} does not fit the program: it has 2 chip(s), one rank each: "
+        "give --mpi 2"
+    )
+
+
+@pytest.mark.parametrize(
+    ("header", "message"),
+    [
+        ("builtin.module {", "the program states no chip count"),
+        (
+            "builtin.module attributes {tp.chips = 4096 : i64} {",
+            "for at most 1024 chips",
+        ),
+    ],
+)
+def test_a_program_with_no_lowerable_chip_count_starts_no_rank(
+    launcher: FakeLauncher,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    header: str,
+    message: str,
+) -> None:
+    path = tmp_path / "p.mlir"
+    path.write_text(
+        f"{header}\n  func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {{\n"
+        "    func.return %x : tensor<4xf32>\n  }\n}\n"
+    )
+    code = tp_run_main([str(path), "--random-inputs", "1", "--mpi", "4096"])
+    err = capsys.readouterr().err
+    assert code == 1 and launcher.started == [] and message in err, err
+
+
+def _two_chip_program(tmp_path: Path, stage: str) -> Path:
+    """A tiny 2-chip Qwen3 layer as written (``source``) or as per-chip programs."""
+    module = program(tiny(chips=2))
+    if stage == "programs":
+        module = module.clone()
+        apply(module, "tp-relocate,tp-transfers,tp-link-points")
+    path = tmp_path / f"{stage}.mlir"
+    path.write_text(str(module))
+    return path
 
 
 def test_ranks_lines_that_ran_together_are_told_apart() -> None:

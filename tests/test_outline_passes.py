@@ -21,6 +21,7 @@ Invariants checked:
 from __future__ import annotations
 
 import functools
+import random
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +29,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from leak_injection import MUTATORS
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import CallOp, FuncOp
 
 from tp_dialect.analysis.programs import relay_steps
 from tp_dialect.analysis.stats import pipeline_stats
-from tp_dialect.certificate import status
+from tp_dialect.certificate import stamp, status
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.frontend import qwen3
 from tp_dialect.frontend.models import generate
@@ -243,9 +245,16 @@ def test_a_certified_outlined_program_stays_certified() -> None:
     assert status(lowered(module, "tp-verify")) == "valid"
 
 
-def test_relocate_drops_the_certificate() -> None:
+def test_relocate_checks_a_certified_program_again() -> None:
+    """A certified program is certified after tp-relocate (checked again, not re-stamped:
+    a leak stamped over by hand loses its certificate); an uncertified one stays so."""
     module = lowered(program(tiny(chips=2, layers=1), True), "tp-verify,tp-relocate")
-    assert status(module) == "missing"
+    assert status(module) == "valid"
+    assert status(lowered(program(tiny(chips=2, layers=1), True), "tp-relocate")) == "missing"
+    leaky = program(tiny(chips=2, layers=1), True).clone()  # the cached one stays whole
+    assert MUTATORS["chip-scalar"](leaky, random.Random(0)) is not None
+    stamp(leaky)  # a certificate the checker never gave
+    assert status(lowered(leaky, "tp-relocate")) == "missing"
 
 
 # -- refusals ------------------------------------------------------------------------------

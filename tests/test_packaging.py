@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_regular_install_maps_passes_and_tools_under_tp_dialect(tmp_path: Path) -> None:
     target = tmp_path / "site"
-    subprocess.run(
+    install = subprocess.run(
         [
             sys.executable,
             "-m",
@@ -27,8 +27,12 @@ def test_regular_install_maps_passes_and_tools_under_tp_dialect(tmp_path: Path) 
         ],
         check=True,
         capture_output=True,
+        text=True,
         timeout=300,
     )
+    # setuptools used to warn, in 25 lines, that tp_dialect.plans was not in `packages`.
+    said = install.stdout + install.stderr
+    assert "Warning" not in said and "tp_dialect.plans" not in said, said
     top = sorted(p.name for p in target.iterdir() if not p.name.endswith((".dist-info", "bin")))
     assert top == ["tp_dialect"], top
     assert (target / "tp_dialect" / "passes" / "__init__.py").is_file()

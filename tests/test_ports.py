@@ -180,12 +180,13 @@ def test_a_port_in_neither_file_is_one_line(tmp_path: Path) -> None:
     np.savez(inputs, x=values["x"], gate=values["gate"], up=values["up"])
     line = one_line_error(tool("tp-run", MLP, "--inputs", inputs))
     assert line == (
-        "tp-run: error: checkpoint has no tensor 'down' (expected f32 of shape [8, 16]), "
-        "nor do the inputs"
+        "tp-run: error: checkpoint has no tensor 'down' or 'arg3' (expected f32 of shape "
+        "[8, 16]), nor do the inputs; none of the 3 tensors in the inputs is named alike: "
+        "'gate', 'up', 'x'"
     )
     np.savez(inputs, gate=values["gate"], up=values["up"], down=values["down"])
     line = one_line_error(tool("tp-run", MLP, "--inputs", inputs))
-    assert "the inputs have no tensor 'x' (expected f32 of shape [1, 8])" in line
+    assert "the inputs have no tensor 'x' or 'arg0' (expected f32 of shape [1, 8])" in line
 
 
 def test_a_port_in_both_files_with_different_shapes_is_one_line(tmp_path: Path) -> None:

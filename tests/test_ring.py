@@ -25,7 +25,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from ir_helpers import SETTINGS, apply, check_ir, parse
 from leak_injection import FOLD_MUTATORS
-from programs import program, tiny
+from programs import program, tiny_on
 from random_programs import Program, programs
 from xdsl.dialects.builtin import ModuleOp
 
@@ -34,7 +34,6 @@ from tp_dialect.analysis.obligation import check_obligation
 from tp_dialect.analysis.touch import statements
 from tp_dialect.attrs import chip_of
 from tp_dialect.diagnostics import TpDiagnostic
-from tp_dialect.frontend.qwen3 import Qwen3Config
 from tp_dialect.ops import AllReduceOp, SectionOp, TransferOp
 from tp_dialect.reject import TpReject
 from tp_dialect.runtime.checkpoint import random_inputs, random_weights
@@ -124,20 +123,6 @@ def test_a_ring_no_axis_cuts_stays_one_collective_and_is_not_linkable() -> None:
     )
 
 
-def qwen3(chips: int, layers: int = 1, fold: bool = False) -> Qwen3Config:
-    """A tiny Qwen3 that N chips divide (dims scaled for N = 3)."""
-    if 8 % chips == 0:
-        return tiny(chips=chips, layers=layers, fold=fold)
-    return tiny(
-        chips=chips,
-        layers=layers,
-        fold=fold,
-        heads=2 * chips,
-        kv_heads=chips,
-        intermediate=16 * chips,
-    )
-
-
 def _rounded(got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> None:
     assert set(got) == set(want)
     for name, w in want.items():
@@ -158,7 +143,7 @@ def test_qwen3_on_a_ring_at_every_stage(chips: int, epilogue: bool) -> None:
     not) is certified sectioned, phased and as per-chip programs under the relay; its outputs
     are the source's to f32 rounding, and bitwise the same at every stage and under value and
     storage semantics."""
-    source = program(qwen3(chips, layers=2))
+    source = program(tiny_on(chips, layers=2))
     values = {**random_weights(source, 3), **random_inputs(source, 4, position=5)}
     want = run_program(source, values)
     module = source.clone()
@@ -270,7 +255,7 @@ STAGES: dict[str, tuple[bool, str]] = {
 @functools.cache
 def staged(chips: int, stage: str) -> ModuleOp:
     fold, passes = STAGES[stage]
-    module = program(qwen3(chips, fold=fold)).clone()
+    module = program(tiny_on(chips, fold=fold)).clone()
     if passes:
         apply(module, passes)
     check_obligation(module)  # certified before it is broken

@@ -8,6 +8,8 @@ import io
 import json
 import os
 import stat
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -17,6 +19,7 @@ import pytest
 from safetensors.numpy import save_file
 
 from tp_dialect.runtime.checkpoint import random_inputs, random_weights
+from tp_dialect.runtime.missing import instead
 from tp_dialect.tools.source import parse_module
 from tp_dialect.tools.tp_gen import main as tp_gen
 from tp_dialect.tools.tp_run import main
@@ -223,6 +226,49 @@ def test_position_flag_at_the_cache_size_is_refused(program, capsys) -> None:
     )
 
 
+@pytest.mark.parametrize("position", [2**63 - 1, 2**63, 10**20])
+def test_position_flag_beyond_i64_or_the_cache_is_one_line(program, capsys, position) -> None:
+    code, _, err = run(
+        capsys, program, "--random-weights", 0, "--random-inputs", 0, "--position", position
+    )
+    assert code == 1 and "internal" not in err
+    [line] = error_lines(err)
+    if position > 2**63 - 1:
+        assert line == (
+            f"tp-run: error: position {position} does not fit argument 'position' "
+            "(i64: 0..9223372036854775807)"
+        )
+    else:
+        assert line == (
+            f"tp-run: error: position {position} is beyond the cache's 16 positions (0..15)"
+        )
+
+
+def test_position_flag_with_an_inputs_file_is_refused(program, tensors, tmp_path, capsys) -> None:
+    """--position with --inputs used to be ignored silently (the file's position ran): the
+    file holds the position with the caches filled up to it, so it is an error."""
+    weights, _ = tensors
+    module, _ = parse_module(tp_context(), program.read_text(), str(program))
+    at7 = save(tmp_path / "at7.npz", **random_inputs(module, 1, 7))
+    out = tmp_path / "out.npz"
+    code, stdout, err = run(
+        capsys, program, "--random-weights", 0, "--inputs", at7, "--position", 3, "--outputs", out
+    )
+    assert code == 1 and "ran " not in stdout and not out.exists()
+    assert error_lines(err) == [
+        "tp-run: error: --position 3 with --inputs: the inputs file holds the step's position, "
+        "with the caches filled up to it; set it there (--position is for --random-inputs)"
+    ]
+    # Nor is it ignored where nothing is random: a dry run, weights only.
+    for flags in (("--dry-run",), ("--random-weights", 0)):
+        code, _, err = run(capsys, program, *flags, "--position", 3)
+        assert code == 1
+        assert error_lines(err) == [
+            "tp-run: error: --position 3 is for --random-inputs, which is not given"
+        ]
+    assert run(capsys, program, "--random-weights", 0, "--inputs", at7)[0] == 0
+
+
 # -- input files -----------------------------------------------------------------------
 
 
@@ -263,6 +309,131 @@ def test_bad_inputs_files_are_one_line(program, tensors, tmp_path, capsys, make,
     lines = error_lines(err)
     assert len(lines) == 1 and lines[0].startswith(f"tp-run: error: cannot read inputs '{path}'")
     assert says in lines[0] and "internal" not in err
+
+
+# -- checkpoints ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "make, says",
+    [
+        (lambda p: p.parent, "a directory; give a .safetensors file"),
+        (lambda p: Path("/dev/null"), "not a regular file; give a .safetensors file"),
+        (lambda p: (p.write_bytes(b"tensors"), p)[1], "not a safetensors file (header too small)"),
+        (
+            lambda p: (p.write_text("not tensors\n" * 9), p)[1],
+            "not a safetensors file (header too large)",
+        ),
+        (lambda p: p.parent / "missing.safetensors", "No such file or directory"),
+    ],
+)
+def test_weights_that_are_not_a_safetensors_file_are_one_line(
+    program, tmp_path, capsys, make, says
+) -> None:
+    # A directory used to say "No such device (os error 19)".
+    path = make(tmp_path / "w.safetensors")
+    code, _, err = run(capsys, program, "--weights", path, "--random-inputs", 0)
+    assert code == 1 and "internal" not in err
+    assert error_lines(err) == [f"tp-run: error: cannot open checkpoint '{path}': {says}"]
+
+
+def test_a_fifo_for_weights_is_refused_without_waiting_for_a_writer(program, tmp_path) -> None:
+    fifo = tmp_path / "w.safetensors"
+    os.mkfifo(fifo)
+    tp_run = Path(sys.executable).parent / "tp-run"
+    proc = subprocess.run(  # opening a FIFO waits for a writer: bounded, in a process
+        [str(tp_run), str(program), "--weights", str(fifo), "--random-inputs", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1
+    assert error_lines(proc.stderr) == [
+        f"tp-run: error: cannot open checkpoint '{fifo}': not a regular file; give a "
+        ".safetensors file"
+    ]
+
+
+def test_a_missing_tensor_names_the_prefix_the_checkpoint_differs_by(
+    program, tensors, tmp_path, capsys
+) -> None:
+    """A Qwen3 base model saved alone (no ``model.``), GPT-2's LM-head file (``transformer.``
+    before every name), another model's file, and one tensor renamed: each error says what
+    was looked for and what the file holds instead."""
+    weights, _ = tensors
+    base = tmp_path / "base.safetensors"
+    save_file({k.removeprefix("model."): v for k, v in weights.items()}, str(base))
+    code, _, err = run(capsys, program, "--weights", base, "--random-inputs", 0)
+    assert code == 1
+    assert error_lines(err) == [
+        "tp-run: error: checkpoint has no tensor 'model.layers.0.input_layernorm.weight' "
+        "(expected f32 of shape [64]), nor do the inputs; 'layers.0.input_layernorm.weight' "
+        "is in the checkpoint: the program's names carry the prefix 'model.', the file's "
+        "do not"
+    ]
+    renamed = tmp_path / "renamed.safetensors"
+    gone = "model.layers.0.mlp.down_proj.weight"
+    kept = {k: v for k, v in weights.items() if k != gone}
+    save_file({**kept, "model.layers.0.mlp.down_prj.weight": weights[gone]}, str(renamed))
+    code, _, err = run(capsys, program, "--weights", renamed, "--random-inputs", 0)
+    assert error_lines(err) == [
+        f"tp-run: error: checkpoint has no tensor '{gone}' (expected f32 of shape [64, 128]), "
+        "nor do the inputs; the closest of the 11 tensors in the checkpoint: "
+        "'model.layers.0.mlp.down_prj.weight', 'model.layers.0.mlp.up_proj.weight', "
+        "'model.layers.0.mlp.gate_proj.weight'"
+    ]
+    gpt2 = tmp_path / "gpt2.mlir"
+    assert tp_gen(["gpt2", "--unsharded", "-o", str(gpt2)]) == 0
+    module, _ = parse_module(tp_context(), gpt2.read_text(), str(gpt2))
+    lm_head = tmp_path / "lm.safetensors"
+    save_file({f"transformer.{k}": v for k, v in random_weights(module, 0).items()}, str(lm_head))
+    code, _, err = run(capsys, gpt2, "--weights", lm_head, "--random-inputs", 0)
+    assert error_lines(err) == [
+        "tp-run: error: checkpoint has no tensor 'h.0.ln_1.weight' (expected f32 of shape "
+        "[64]), nor do the inputs; 'transformer.h.0.ln_1.weight' is in the checkpoint: the "
+        "file's names carry the prefix 'transformer.', the program's do not"
+    ]
+    code, _, err = run(capsys, program, "--weights", lm_head, "--random-inputs", 0)
+    assert error_lines(err) == [
+        "tp-run: error: checkpoint has no tensor 'model.layers.0.input_layernorm.weight' "
+        "(expected f32 of shape [64]), nor do the inputs; none of the 12 tensors in the "
+        "checkpoint is named alike: 'transformer.h.0.attn.c_attn.bias', "
+        "'transformer.h.0.attn.c_attn.weight', 'transformer.h.0.attn.c_proj.bias', …"
+    ]
+
+
+@pytest.mark.parametrize(
+    "name, names, says",
+    [
+        (
+            "h.0.w",
+            {"transformer.h.0.w", "transformer.h.1.w"},
+            "'transformer.h.0.w' is in the checkpoint: the file's names carry the prefix "
+            "'transformer.', the program's do not",
+        ),
+        (
+            "model.layers.0.w",
+            {"layers.0.w", "layers.1.w"},
+            "'layers.0.w' is in the checkpoint: the program's names carry the prefix 'model.', "
+            "the file's do not",
+        ),
+        (
+            "model.layers.0.w",
+            {"model.layers.0.v", "model.layers.0.ww", "x"},
+            "the closest of the 3 tensors in the checkpoint: 'model.layers.0.ww', "
+            "'model.layers.0.v'",
+        ),
+        (
+            "w",
+            {"a", "b", "c", "d"},
+            "none of the 4 tensors in the checkpoint is named alike: 'a', 'b', 'c', …",
+        ),
+        ("w", {"q"}, "the only tensor in the checkpoint is 'q'"),
+        ("w", set(), "there are no tensors in the checkpoint"),
+    ],
+)
+def test_what_a_file_holds_instead_of_a_missing_name(name: str, names: set[str], says: str) -> None:
+    assert instead(name, names) == says
 
 
 # -- flags -------------------------------------------------------------------------------

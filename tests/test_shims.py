@@ -9,12 +9,16 @@ from hypothesis import given, settings
 from ir_helpers import SETTINGS, apply, parse
 from programs import program, tiny
 from random_programs import Program, programs
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Operation
 
 from tp_dialect.analysis.folds import find_folds
 from tp_dialect.analysis.provenance import Provenance
 from tp_dialect.analysis.stats import pipeline_stats
 from tp_dialect.attrs import chip_of
 from tp_dialect.ops import AllReduceOp, SectionOp, YieldOp
+from tp_dialect.program_ops import ChipProgramOp, RelayOp
 from tp_dialect.runtime.checkpoint import random_inputs, random_weights
 from tp_dialect.runtime.reference import run_program
 from tp_dialect.shims import (
@@ -58,6 +62,31 @@ def test_every_op_of_a_generated_program_has_a_known_class() -> None:
         OpClass.LOAD,
         OpClass.STORE,
     } <= classes
+
+
+def test_every_op_the_lowering_writes_has_a_known_class() -> None:
+    """Transfers, barriers, link points, per-chip programs and the relay are classed (a
+    collective or control), so tp-legalize on sn40l can check every stage."""
+    module = program(tiny(chips=2, layers=1)).clone()
+    apply(module, "tp-relocate{allreduce=twoshot},tp-transfers,tp-phase")
+    phased = {classify(op) for op in _statements(module)}
+    apply(module, "tp-link-points,tp-relay")
+    linked = {classify(op) for op in _statements(module)}
+    assert OpClass.OTHER not in phased | linked
+    kinds = {type(op).__name__: classify(op) for op in _statements(module)}
+    assert kinds["LinkOp"] is kinds["CopyOp"] is OpClass.COLLECTIVE
+    assert kinds["ChipProgramOp"] is kinds["RelayOp"] is kinds["FinishOp"] is OpClass.SCALAR
+
+
+def _statements(module: ModuleOp) -> list[Operation]:
+    """The ops tp-legalize classes: those in a function, section, program or the relay
+    (a section itself is checked as a fused op)."""
+    places = (FuncOp, SectionOp, ChipProgramOp, RelayOp)
+    return [
+        op
+        for op in module.walk()
+        if isinstance(op.parent_op(), places) and not isinstance(op, SectionOp)
+    ]
 
 
 def test_int8_activations_are_read_by_matmuls_only() -> None:

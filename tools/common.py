@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import math
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
 
 from tp_dialect.runtime.files import OutputError, check_output, write_whole
 
@@ -78,6 +80,47 @@ def run_tool(
             file=sys.stderr,
         )
         return 1
+
+
+class ToolParser(argparse.ArgumentParser):
+    """An argparse parser whose every error is one line — ``tool: error: ...``, raised as a
+    UserError — an unknown flag naming the closest known one ("did you mean"), and that
+    takes a flag only spelled whole (no abbreviations: ``--tp-relo`` is not ``--tp-relocate``).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        parsed, extras = self.parse_known_args(args, namespace)
+        flags = [e for e in extras if e.startswith("-") and e != "-"]
+        if flags:
+            self.error(f"unknown flag {flags[0]}{self.suggestion(flags[0])}")
+        if extras:
+            self.error(f"unexpected argument{'s' if len(extras) > 1 else ''} {' '.join(extras)}")
+        return parsed
+
+    def suggestion(self, flag: str) -> str:
+        """`` (did you mean --x?)`` for the known flag ``flag`` most likely misspells — the
+        only one it begins, else the closest by `difflib` — or nothing."""
+        typed = flag.split("=", 1)[0]
+        known = [s for a in self._actions for s in a.option_strings if s.startswith("--")]
+        begun = [k for k in known if k.startswith(typed)]
+        close = begun if len(begun) == 1 else difflib.get_close_matches(typed, known, 1, 0.7)
+        return f" (did you mean {close[0]}?)" if close else ""
+
+    def error(self, message: str) -> NoReturn:
+        raise UserError(message)
+
+
+def adopt(parser: argparse.ArgumentParser) -> None:
+    """Make ``parser`` — one a library built (xdsl-opt's) — a `ToolParser`: it answers as
+    one from now on, errors and abbreviations alike."""
+    parser.__class__ = ToolParser
+    parser.allow_abbrev = False
 
 
 def at_least(

@@ -15,6 +15,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.linalg import ops as linalg
 
 from tp_dialect import certificate
+from tp_dialect.analysis.values import count_run
 from tp_dialect.frontend.models import unsharded_text
 from tp_dialect.runtime.checkpoint import (
     MemorySource,
@@ -27,6 +28,7 @@ from tp_dialect.runtime.checkpoint import (
     random_weights,
 )
 from tp_dialect.runtime.progress import reporting
+from tp_dialect.signature import entry_function
 from tp_dialect.tools.common import (
     UserError,
     write_atomically,
@@ -75,6 +77,26 @@ def source_of(args: argparse.Namespace, module: ModuleOp) -> TensorSource:
     return source
 
 
+DEFAULT_POSITION = 3
+"""The step's position ``--random-inputs`` writes unless ``--position`` says."""
+
+
+def check_position(args: argparse.Namespace) -> None:
+    """Refuse ``--position`` where it would be ignored: it is the position
+    ``--random-inputs`` writes (and fills the caches up to); an ``--inputs`` file holds the
+    position together with the caches written up to it, so the flag cannot change one
+    without the other."""
+    if args.position is None or args.random_inputs is not None:
+        return
+    if args.inputs is not None:
+        raise UserError(
+            f"--position {args.position} with --inputs: the inputs file holds the step's "
+            "position, with the caches filled up to it; set it there (--position is for "
+            "--random-inputs)"
+        )
+    raise UserError(f"--position {args.position} is for --random-inputs, which is not given")
+
+
 def inputs_of(
     args: argparse.Namespace, module: ModuleOp, source: TensorSource | None = None
 ) -> dict[str, np.ndarray]:
@@ -83,7 +105,8 @@ def inputs_of(
     if args.inputs is None:
         if args.random_inputs is None:
             return {}
-        return random_inputs(module, args.random_inputs, args.position)
+        position = DEFAULT_POSITION if args.position is None else args.position
+        return random_inputs(module, args.random_inputs, position)
     given, notes = conform_inputs(module, read_npz(args.inputs), args.cast, source)
     note(notes)
     return given
@@ -134,7 +157,9 @@ def execute(
     """Bind every argument from ``source`` or ``inputs`` (what ``source`` holds sliced through
     the manifest), run (with ``storage``: under storage semantics); the results, load time
     and run time."""
-    total_ops = sum(isinstance(op, linalg.GenericOp) for op in module.walk())
+    # What the run executes: the entry function, each callee once per call (a function's
+    # own ops are not run where they are defined).
+    total_ops = count_run(entry_function(module), linalg.GenericOp)
     with reporting(sys.stderr, total_ops):  # on a terminal, after 2 s: bytes, ops run
         t0 = time.perf_counter()
         placement = place_weights(module, source, inputs)

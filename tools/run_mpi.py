@@ -65,15 +65,25 @@ def _mpiexec() -> str:
 def launch(args: argparse.Namespace, argv: list[str]) -> int:
     """``--mpi N``: this command again under ``mpiexec -n N`` (one more rank for
     ``--relay host``) with ``--backend mpi``, bounded by ``--timeout``; the ranks' output
-    passed on, their errors as one line."""
+    passed on, their errors as one line. N is checked against the program's chips before
+    any rank starts."""
     if args.mpi < 1:
         raise UserError(f"--mpi {args.mpi}: give at least one rank")
     if args.backend == "mpi":
         raise UserError("--mpi starts its own ranks: give --mpi N or --backend mpi, not both")
     check_mpi_flags(args, "--mpi")
     mpi_exec.load_mpi()
+    mpiexec = _mpiexec()
+    # N is the program's chip count, checked here: no rank starts for a world that cannot
+    # run it (the ranks check it again, as they do under a user's own mpiexec).
+    chips = mpi_exec.program_chips(load_program(tp_context(), args.program))
+    if args.mpi != chips:
+        raise UserError(
+            f"--mpi {args.mpi} does not fit the program: it has {chips} chip(s), one rank "
+            f"each: give --mpi {chips}"
+        )
     ranks = args.mpi + (args.relay == "host")
-    cmd = [_mpiexec(), "-n", str(ranks), sys.executable, "-m", "tp_dialect.tools.tp_run"]
+    cmd = [mpiexec, "-n", str(ranks), sys.executable, "-m", "tp_dialect.tools.tp_run"]
     cmd += [*strip_mpi(argv), "--backend", "mpi"]
     with tempfile.TemporaryDirectory(prefix="tp-mpi-") as pids:
         env = {**rank_env(ranks), mpi_exec.PID_DIR_ENV: pids}

@@ -14,15 +14,21 @@ so that tp-opt keeps its promise: a located error, never a traceback or a hang):
 - an op whose custom parser or verifier fails with anything but a diagnostic (a named
   linalg op without inputs, a transpose permutation out of range: IndexError): a located
   error naming the op (`parse_module`, `verify_located`), with precise guards for the
-  cases known (`upstream_guard`).
+  cases known (`upstream_guard`);
+- its parser recurses once per nesting level: a text nested deeper than `MAX_NESTING` is
+  refused at the bracket that crosses it before it is parsed (`parse_module`), and what is
+  read is bounded (`read_source`, `MAX_SOURCE_BYTES`).
 """
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Sequence
+import stat
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any, AnyStr, NoReturn
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -43,7 +49,8 @@ from xdsl.utils.lexer import Input
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 
 from tp_dialect.diagnostics import TpDiagnostic
-from tp_dialect.grid import check_chip_indices
+from tp_dialect.grid import CHIPS_ATTR, check_chip_indices, chips_problem
+from tp_dialect.nesting import MAX_NESTING, MLIR, deepest, first_too_deep
 from tp_dialect.op_guards import early_guard, late_guard
 from tp_dialect.ssa import check_dominance
 from tp_dialect.tools.common import LocatedError, UserError
@@ -130,7 +137,14 @@ class LocatingParser(Parser):
     """An xDSL parser that fills a `SourceMap` as it parses ops, lexes string literals in
     linear time, and turns xDSL's own failures on malformed ops into located ParseErrors."""
 
-    def __init__(self, ctx: Context, text: str, name: str, line_offset: int = 0):
+    def __init__(
+        self,
+        ctx: Context,
+        text: str,
+        name: str,
+        line_offset: int = 0,
+        on_op: Callable[[int], None] | None = None,
+    ):
         # xDSL's Parser lexes its first token with its own lexer: give it nothing to lex,
         # then start over on the real input with the linear-time lexer.
         super().__init__(ctx, "", name)
@@ -138,6 +152,7 @@ class LocatingParser(Parser):
         self.source_map = SourceMap(self.lexer.input, line_offset)
         self._text = text
         self._tensor_types: dict[str, Attribute] = {}
+        self._on_op = on_op  # told where each op parsed starts (tp-opt's progress)
 
     def _parse_optional_builtin_parametrized_type(self) -> Any:
         """xDSL's, each ``tensor<…>`` spelling parsed once: a program repeats a few tensor
@@ -261,6 +276,8 @@ class LocatingParser(Parser):
                 start + 1,
             )
         self.source_map.starts[op] = start
+        if self._on_op is not None:
+            self._on_op(start)
         return op
 
 
@@ -273,13 +290,27 @@ def described(err: BaseException, with_type: bool = True) -> str:
     return f"{type(err).__name__}: {text}" if text else type(err).__name__
 
 
+QUOTE_WIDTH = 160
+"""The most characters of a source line an error quotes: a screen line (a function's
+signature can be thousands of characters long)."""
+
+
 def located(file: str, where: tuple[int, int, str] | None, message: str, width: int = 1) -> str:
-    """``file:line:col: error: message`` with the line and a caret under the column."""
+    """``file:line:col: error: message`` with the line and a caret under the column; a line
+    longer than `QUOTE_WIDTH` is quoted from the column (with a little before it) and cut,
+    ``…`` marking each cut."""
     if where is None:
         return f"{file}: error: {message}"
     line, col, text = where
-    caret = " " * (col - 1) + "^" * max(width, 1)
-    return f"{file}:{line}:{col}: error: {message}\n{text}\n{caret}"
+    start = 0 if col <= QUOTE_WIDTH - 20 else col - 1 - 20
+    quoted = text[start : start + QUOTE_WIDTH]
+    if start:
+        quoted = "…" + quoted[1:]
+    if start + QUOTE_WIDTH < len(text):
+        quoted = quoted[:-1] + "…"
+    width = min(max(width, 1), len(quoted) - (col - 1 - start))
+    caret = " " * (col - 1 - start) + "^" * max(width, 1)
+    return f"{file}:{line}:{col}: error: {message}\n{quoted}\n{caret}"
 
 
 def parse_error_message(err: ParseError, line_offset: int = 0) -> str:
@@ -298,16 +329,33 @@ def parse_error_message(err: ParseError, line_offset: int = 0) -> str:
 
 
 def parse_module(
-    ctx: Context, text: str, name: str, line_offset: int = 0
+    ctx: Context,
+    text: str,
+    name: str,
+    line_offset: int = 0,
+    on_op: Callable[[int], None] | None = None,
 ) -> tuple[ModuleOp, SourceMap]:
     """Parse ``text`` into a module (implicit module allowed) and its source map; anything
     wrong with the text is a ParseError located in it (xDSL's own failures outside an op's
-    parser included: at the token it stopped at)."""
-    parser = LocatingParser(ctx, text, name, line_offset)
+    parser included: at the token it stopped at), brackets nested beyond `MAX_NESTING`
+    too. ``on_op`` is told the offset of each op parsed."""
+    parser = LocatingParser(ctx, text, name, line_offset, on_op)
+    depth = deepest(text, MLIR)
+    if depth > MAX_NESTING:
+        _too_deep(parser, MAX_NESTING, "")
     try:
         module = parser.parse_module()
-    except (ParseError, RecursionError):
+    except ParseError:
         raise
+    except RecursionError:
+        # Nesting within the bound that xDSL still recurses on without brackets (a chain
+        # of unary minuses in an affine expression): where its parser ran out of stack.
+        token = parser._current_token  # pyright: ignore[reportPrivateUsage]
+        parser.raise_error(
+            "nested too deeply for xDSL's parser here (it recurses once per level)",
+            token.span.start,
+            token.span.end,
+        )
     except Exception as err:  # outside any op (an alias, a top-level attribute): here
         token = parser._current_token  # pyright: ignore[reportPrivateUsage]
         why = (
@@ -316,7 +364,24 @@ def parse_module(
             else f"xDSL's parser fails here ({described(err)})"
         )
         parser.raise_error(why, token.span.start, token.span.end)
+    if depth == MAX_NESTING and module not in parser.source_map.starts:
+        # an implicit module, printed inside a builtin.module: one level more, too deep to
+        # read back
+        _too_deep(parser, MAX_NESTING - 1, ", counting the builtin.module it is printed in")
     return module, parser.source_map
+
+
+def _too_deep(parser: LocatingParser, bound: int, counting: str) -> NoReturn:
+    """A ParseError at the first bracket of the parser's text nested deeper than ``bound``
+    (`deepest` found one)."""
+    at = first_too_deep(parser.source_map.source.content, MLIR, bound)
+    assert at is not None
+    parser.raise_error(
+        f"nested {MAX_NESTING + 1} deep here{counting}: tp reads brackets ((, [, {{, <) "
+        f"nested at most {MAX_NESTING} deep",
+        at,
+        at + 1,
+    )
 
 
 def upstream_guard(op: Operation) -> str | None:
@@ -410,6 +475,9 @@ def verify_located(module: ModuleOp) -> None:
             functions.append(op)
         elif (why := upstream_guard(op)) is not None:
             raise TpDiagnostic(op, why)
+        elif isinstance(op, ModuleOp) and (chips := op.attributes.get(CHIPS_ATTR)) is not None:
+            if (why := chips_problem(chips)) is not None:  # before the ops that read it
+                raise TpDiagnostic(op, why)
     try:
         module.verify()
     except Exception:
@@ -450,6 +518,46 @@ def decode_source(data: bytes, name: str) -> str:
         ) from None
 
 
+MAX_SOURCE_BYTES = 64 << 20
+"""The largest program tp reads, 64 MiB: eight times tp's largest (36 qwen3-8b layers lowered
+for 8 chips, 8.5 MB), and minutes of xDSL's parsing (about 0.3 MB a second)."""
+
+
+def read_source(path: str | None, what: str = "input") -> tuple[str, str]:
+    """The text of the program at ``path`` (stdin if None) and the name to locate errors
+    with. At most `MAX_SOURCE_BYTES` are read — a regular file's size is checked before
+    reading, anything else (a pipe, ``/dev/zero``) is read no further than that — and more
+    is a UserError, as is a file that cannot be read; text that is not UTF-8 is a located
+    `ProgramError`."""
+    if path is None:
+        stream = getattr(sys.stdin, "buffer", None)  # a text stream in tests: no bytes
+        data = _bounded(stream or sys.stdin, "stdin", what)
+        return (decode_source(data, "stdin") if isinstance(data, bytes) else data), "stdin"
+    try:
+        with open(path, "rb") as f:
+            info = os.fstat(f.fileno())
+            if stat.S_ISREG(info.st_mode) and info.st_size > MAX_SOURCE_BYTES:
+                raise UserError(_too_large(what, path))
+            data = _bounded(f, path, what)
+    except OSError as err:
+        raise UserError(f"cannot read {what} '{path}': {err.strerror}") from None
+    return decode_source(data, path), path
+
+
+def _bounded(stream: IO[AnyStr], name: str, what: str) -> AnyStr:
+    data = stream.read(MAX_SOURCE_BYTES + 1)
+    if len(data) > MAX_SOURCE_BYTES:
+        raise UserError(_too_large(what, name))
+    return data
+
+
+def _too_large(what: str, name: str) -> str:
+    return (
+        f"{what} '{name}' is larger than {MAX_SOURCE_BYTES >> 20} MiB: tp reads programs of "
+        f"at most {MAX_SOURCE_BYTES} bytes"
+    )
+
+
 def load_program(ctx: Context, path: str) -> ModuleOp:
     """Parse and verify the program in ``path``; a located `ProgramError` if it is bad."""
     return load_program_mapped(ctx, path)[0]
@@ -457,11 +565,7 @@ def load_program(ctx: Context, path: str) -> ModuleOp:
 
 def load_program_mapped(ctx: Context, path: str) -> tuple[ModuleOp, SourceMap]:
     """`load_program`, with where each op of the program is in ``path``."""
-    try:
-        with open(path, "rb") as f:
-            text = decode_source(f.read(), path)
-    except OSError as err:
-        raise UserError(f"cannot read '{path}': {err.strerror}") from None
+    text, _ = read_source(path, "program")
     try:
         module, source_map = parse_module(ctx, text, path)
     except ParseError as err:

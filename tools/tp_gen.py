@@ -16,8 +16,9 @@ from collections.abc import Sequence
 from tp_dialect.analysis.manifest import read_manifest
 from tp_dialect.frontend import gpt2, qwen3
 from tp_dialect.frontend.blocks import GenError
+from tp_dialect.frontend.bounds import positive
 from tp_dialect.frontend.models import ModelConfig, generate
-from tp_dialect.tools.common import UserError, check_writable, run_tool, write_output
+from tp_dialect.tools.common import ToolParser, UserError, check_writable, run_tool, write_output
 from tp_dialect.tools.source import parse_module
 from tp_dialect.universe import tp_context
 
@@ -30,9 +31,7 @@ _QWEN3_CHIPS = 2  # qwen3's default N
 
 def parser() -> argparse.ArgumentParser:
     """tp-gen's command line: the family, its preset and overrides, the split, the outputs."""
-    p = argparse.ArgumentParser(
-        prog="tp-gen", description="Write a tensor-parallel decode step as tp IR."
-    )
+    p = ToolParser(prog="tp-gen", description="Write a tensor-parallel decode step as tp IR.")
     p.add_argument("model", choices=["qwen3", "gpt2"], help="the model family to generate")
     p.add_argument(
         "--preset",
@@ -94,7 +93,15 @@ def parser() -> argparse.ArgumentParser:
 
 def config_from(args: argparse.Namespace) -> ModelConfig:
     """The config the flags ask for, of the family ``args.model`` names. Raises GenError
-    for a flag that family has no use for, or a config it refuses."""
+    for a flag that family has no use for, or a config it refuses (either family by the
+    same bounds, `tp_dialect.frontend.bounds`, before anything is written)."""
+    if args.chips is not None:
+        positive("chips", args.chips)
+        if args.unsharded and args.chips > 1:
+            raise GenError(
+                f"--unsharded writes the single-chip program: --chips {args.chips} does not "
+                f'apply (tp-opt --tp-split="chips=N plan={args.model}" splits it)'
+            )
     if args.model == "gpt2":
         return gpt2_config_from(args)
     return qwen3_config_from(args)
@@ -121,9 +128,9 @@ def gpt2_config_from(args: argparse.Namespace) -> gpt2.GPT2Config:
     """The GPT-2 config the flags ask for: unsharded only. Raises GenError for a qwen3-only
     flag, and for a split (no --unsharded, or --chips above 1), which is tp-split's job."""
     for name in _NOT_GPT2:
-        if getattr(args, name) not in (None, False):
+        if getattr(args, name) is not None and getattr(args, name) is not False:
             raise GenError(f"--{name.replace('_', '-')} does not apply to gpt2")
-    if not args.unsharded or (args.chips is not None and args.chips > 1):
+    if not args.unsharded:
         raise GenError(
             "tp-gen writes gpt2 unsharded only (--unsharded): the split program comes from "
             'tp-opt --tp-split="chips=N plan=gpt2"'

@@ -23,32 +23,34 @@ from collections.abc import Callable, Sequence
 from io import StringIO
 from typing import Any
 
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
+from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
-from xdsl.utils.arg_spec import ArgSpecParseError
+from xdsl.utils.arg_spec import ArgSpecParseError, parse_spec
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.passes import TP_PASSES
 from tp_dialect.passes.preconditions import entry_of
+from tp_dialect.runtime.progress import Progress, reporting
 from tp_dialect.signature import BindError
 from tp_dialect.tools.common import (
     LocatedError,
     UserError,
+    adopt,
     check_writable,
     run_tool,
     write_output,
 )
 from tp_dialect.tools.source import (
     SourceMap,
-    decode_source,
     described,
     located,
     parse_error_message,
     parse_module,
+    read_source,
     verify_located,
 )
 from tp_dialect.universe import register_tp
@@ -70,8 +72,9 @@ class _PassFlag(argparse.Action):
 
 
 def _quote_paths(options: str) -> str:
-    """``key=value`` options with each bare value that is not a word or a number quoted, so
-    ``--tp-split="plan=plans/qwen3.json"`` reads as xDSL's ``plan="plans/qwen3.json"``."""
+    """``key=value`` options with each bare value that is not a word or a number (or a
+    comma-separated list of them) quoted, so ``--tp-split="plan=plans/qwen3.json"`` reads as
+    xDSL's ``plan="plans/qwen3.json"``."""
     try:
         tokens = shlex.split(options)
     except ValueError:
@@ -79,16 +82,34 @@ def _quote_paths(options: str) -> str:
     out = []
     for token in tokens:
         key, eq, value = token.partition("=")
-        if eq and not re.fullmatch(r"[A-Za-z0-9_+-]*|-?[0-9.]+(e-?[0-9]+)?", value):
+        if eq and not _BARE_VALUES.fullmatch(value):
             value = '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
         out.append(f"{key}{eq}{value}")
     return " ".join(out)
+
+
+_BARE = r"(?:[A-Za-z0-9_+-]+|-?[0-9.]+(?:e-?[0-9]+)?)"
+_BARE_VALUES = re.compile(f"(?:{_BARE}(?:,{_BARE})*)?")
+_OPTIONS = re.compile(r'\[[^\]]*\]|\{((?:[^{}"]|"(?:[^"\\]|\\.)*")*)\}')
+"""In a ``-p`` pipeline: an ``mlir-opt[...]`` pipeline (left alone), or a pass's options."""
+
+
+def _quote_pipeline_paths(pipeline: str) -> str:
+    """A ``-p`` pipeline with each pass's options read as the flag form reads them
+    (`_quote_paths`): ``-p "tp-split{plan=x.json}"`` is ``--tp-split=plan=x.json``."""
+
+    def quoted(match: re.Match[str]) -> str:
+        options = match.group(1)
+        return match.group(0) if options is None else "{" + _quote_paths(options) + "}"
+
+    return _OPTIONS.sub(quoted, pipeline)
 
 
 class TpOptMain(xDSLOptMain):
     """xdsl-opt plus the tp dialect, its passes, pass flags and located errors."""
 
     def __init__(self, args: Sequence[str] | None = None):
+        self._progress = Progress(StringIO())  # silent until run() draws on stderr
         super().__init__(description="tp-opt: the tp tensor-parallel compiler driver", args=args)
 
     def register_all_dialects(self) -> None:
@@ -101,6 +122,7 @@ class TpOptMain(xDSLOptMain):
             self.register_pass(name, factory)
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        adopt(arg_parser)  # xDSL builds it: one-line errors, "did you mean", no abbreviations
         super().register_all_arguments(arg_parser)
         arg_parser.set_defaults(flag_pipeline=[])
         arg_parser.add_argument(
@@ -125,9 +147,13 @@ class TpOptMain(xDSLOptMain):
             )
 
     def setup_pipeline(self) -> None:
-        spec = ",".join(p for p in (self.args.passes, *self.args.flag_pipeline) if p)
+        passes = _quote_pipeline_paths(self.args.passes)
+        spec = ",".join(p for p in (passes, *self.args.flag_pipeline) if p)
+
+        done = 0  # passes this chunk has run
 
         def between(prev: ModulePass | None, module: ModuleOp, nxt: ModulePass | None) -> None:
+            nonlocal done
             if self.args.time_passes and prev is not None:
                 print(f"Pass {prev.name} took {time.perf_counter() - self._t0} seconds")
             # The input and the final output are verified; between passes only with
@@ -135,7 +161,13 @@ class TpOptMain(xDSLOptMain):
             # 36-layer program costs as much as a pass).
             at_edge = prev is None or nxt is None
             if not self.args.disable_verify and (at_edge or self.args.verify_each):
+                what = "the input" if prev is None else "the output" if nxt is None else prev.name
+                self._progress.say(f"verifying {what}", force=True)
                 verify_located(module)
+            if nxt is not None:
+                done = 0 if prev is None else done + 1
+                of = len(self.pipeline.passes)
+                self._progress.say(f"{nxt.name} (pass {done + 1} of {of})", force=True)
             if nxt is not None and nxt.name in _CHECKED_HERE:
                 # tp-split reads the entry function as one block but does not check it
                 # itself: refused here, as the other tp passes refuse it.
@@ -153,17 +185,6 @@ class TpOptMain(xDSLOptMain):
             known = ", ".join(sorted(TP_PASSES))
             raise UserError(f"bad pass pipeline '{spec}': {err} (tp passes: {known})") from None
 
-    def _read_input(self) -> tuple[str, str]:
-        if self.args.input_file is None:
-            raw = getattr(sys.stdin, "buffer", None)  # a text stream in tests: no bytes
-            return (decode_source(raw.read(), "stdin") if raw else sys.stdin.read()), "stdin"
-        try:
-            with open(self.args.input_file, "rb") as f:
-                data = f.read()
-        except OSError as err:
-            raise UserError(f"cannot read input '{self.args.input_file}': {err.strerror}") from None
-        return decode_source(data, self.args.input_file), self.args.input_file
-
     def _chunks(self, text: str) -> list[tuple[str, int]]:
         if not self.args.split_input_file:
             return [(text, 0)]
@@ -175,7 +196,14 @@ class TpOptMain(xDSLOptMain):
 
     def _process(self, chunk: str, name: str, offset: int) -> str:
         """One chunk parsed, verified, run through the pipeline and printed."""
-        module, source_map = _parse(self, chunk, name, offset)
+        progress = self._progress
+
+        def parsed(at: int) -> None:
+            if progress.live:
+                progress.say(f"parsing {name} ({at * 100 // max(len(chunk), 1)}%)")
+
+        module, source_map = _parse(self, chunk, name, offset, parsed)
+        self._check_target(module)
         try:
             self.apply_passes(module)
         except TpDiagnostic as err:
@@ -185,39 +213,93 @@ class TpOptMain(xDSLOptMain):
         except BindError as err:  # a pass that found no entry function: the module's fault
             where = source_map.locate(module)
             raise LocatedError(located(name, where, _first_line(err))) from None
+        self._check_target(module)
+        progress.say("printing", force=True)
         try:
             return self.output_resulting_program(module)
         except Exception as err:  # xDSL's printer failing on an op it accepted
+            if self._target != "mlir":
+                # (an assertion's message is the op's text, many lines: its type says enough)
+                why = described(err) if "\n" not in str(err) else type(err).__name__
+                raise UserError(
+                    f"-t {self._target}: xDSL's {self._target} target cannot emit this module "
+                    f"({why}); {_WHAT_TP_EMITS}"
+                ) from None
             op = _unprintable(module)
             if op is None:
                 raise
             why = f"'{op.name}' cannot be printed: xDSL's printer fails on it ({described(err)})"
             raise LocatedError(located(name, source_map.locate(op), why)) from None
 
+    @property
+    def _target(self) -> str:
+        return parse_spec(self.args.target).name
+
+    def _check_target(self, module: ModuleOp) -> None:
+        """Refuse to emit a tp program to any target but MLIR (xDSL's others emit only
+        IR of their own dialects: they crash on a tp program, or print nothing)."""
+        if self._target != "mlir" and _is_tp_program(module):
+            raise UserError(
+                f"-t {self._target}: xDSL's {self._target} target cannot emit tp programs (it "
+                f"emits only IR of its own dialects); {_WHAT_TP_EMITS}"
+            )
+
     def run(self) -> None:
         check_writable(self.args.output_file)
-        text, name = self._read_input()
+        text, name = read_source(self.args.input_file)
         out = StringIO()
-        for i, (chunk, offset) in enumerate(self._chunks(text)):
-            if i > 0:
-                out.write("// -----\n")
-            try:
-                out.write(self._process(chunk, name, offset))
-            except LocatedError as err:
-                if not (self.args.verify_diagnostics or self.args.parsing_diagnostics):
-                    raise
-                out.write(f"{err}\n")
+        # A line on the terminal for a long pipeline (a 36-layer lowering takes seconds),
+        # cleared before the output is written; nothing on a pipe (`progress.shows`), nor
+        # when the passes print as they run.
+        printing = self.args.print_between_passes or self.args.time_passes
+        stream = StringIO() if printing else sys.stderr
+        with reporting(stream, label="tp-opt", clear=True) as self._progress:
+            for i, (chunk, offset) in enumerate(self._chunks(text)):
+                if i > 0:
+                    out.write("// -----\n")
+                try:
+                    out.write(self._process(chunk, name, offset))
+                except LocatedError as err:
+                    if not (self.args.verify_diagnostics or self.args.parsing_diagnostics):
+                        raise
+                    out.write(f"{err}\n")
         write_output(self.args.output_file, out.getvalue())
 
 
-def _parse(tool: TpOptMain, chunk: str, name: str, offset: int) -> tuple[ModuleOp, SourceMap]:
+def _parse(
+    tool: TpOptMain, chunk: str, name: str, offset: int, on_op: Callable[[int], None]
+) -> tuple[ModuleOp, SourceMap]:
     try:
-        module, source_map = parse_module(tool.ctx, chunk, name, offset)
+        module, source_map = parse_module(tool.ctx, chunk, name, offset, on_op)
     except ParseError as err:
         raise LocatedError(parse_error_message(err, offset)) from None
     except DiagnosticException as err:  # an attribute's verifier, run while parsing
         raise LocatedError(located(name, None, _first_line(err))) from None
     return module, source_map  # verified by the pipeline before its first pass
+
+
+_WHAT_TP_EMITS = "tp emits MLIR (-t mlir, the default): tp-run runs it, tp-opt lowers it"
+
+
+def _is_tp_program(module: ModuleOp) -> bool:
+    """Whether ``module`` holds tp IR: an op of the tp dialect, or a ``tp.`` attribute (the
+    chip count, a function argument's tp.name)."""
+    for op in module.walk():
+        if op.name.startswith("tp."):
+            return True
+        for name, attr in (*op.attributes.items(), *op.properties.items()):
+            if name.startswith("tp.") or _names_tp(attr):
+                return True
+    return False
+
+
+def _names_tp(attr: Attribute) -> bool:
+    """Whether ``attr`` is a list of dictionaries (a function's argument or result
+    attributes) with a ``tp.`` key."""
+    return isinstance(attr, ArrayAttr) and any(
+        isinstance(d, DictionaryAttr) and any(k.startswith("tp.") for k in d.data)
+        for d in attr.data
+    )
 
 
 _CHECKED_HERE = frozenset({"tp-split"})

@@ -40,13 +40,16 @@ from tp_dialect.runtime.model import (
 from tp_dialect.signature import BindError
 from tp_dialect.tools.common import (
     LocatedError,
+    ToolParser,
     UserError,
     at_least,
     check_writable,
     run_tool,
 )
 from tp_dialect.tools.run_io import (
+    DEFAULT_POSITION,
     check_outputs,
+    check_position,
     execute,
     inputs_of,
     source_of,
@@ -60,7 +63,7 @@ from tp_dialect.universe import tp_context
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tp-run", description="Run a tp program on numpy.")
+    p = ToolParser(prog="tp-run", description="Run a tp program on numpy.")
     p.add_argument("program", help="the .mlir program (e.g. from tp-gen or tp-opt)")
     w = p.add_mutually_exclusive_group()
     w.add_argument(
@@ -76,7 +79,11 @@ def parser() -> argparse.ArgumentParser:
         help="random inputs and caches",
     )
     p.add_argument(
-        "--position", type=at_least(0, int), default=3, help="position for --random-inputs"
+        "--position",
+        type=at_least(0, int),
+        default=None,
+        help=f"the step's position for --random-inputs (default {DEFAULT_POSITION}); with "
+        "--inputs the file holds it",
     )
     p.add_argument(
         "--cast",
@@ -167,6 +174,7 @@ def parser() -> argparse.ArgumentParser:
 
 def _main(argv: Sequence[str] | None) -> int:
     args = parser().parse_args(argv)
+    check_position(args)
     if args.mpi is not None:
         return launch(args, list(sys.argv[1:] if argv is None else argv))
     if args.backend == "mpi":

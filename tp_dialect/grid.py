@@ -22,26 +22,46 @@ CHIPS_ATTR = "tp.chips"
 
 def stated_chips(op: Operation) -> int | None:
     """N as stated by the nearest enclosing module (or ``op`` itself), else None."""
+    attr = _chips_of(op)
+    return attr.value.data if isinstance(attr, IntegerAttr) else None
+
+
+def _chips_of(op: Operation) -> Attribute | None:
+    """The ``tp.chips`` of the nearest module enclosing ``op`` (or ``op`` itself) that
+    states one."""
     current: Operation | None = op
     while current is not None:
         if isinstance(current, ModuleOp) and CHIPS_ATTR in current.attributes:
-            attr = current.attributes[CHIPS_ATTR]
-            if isinstance(attr, IntegerAttr):
-                return attr.value.data
-            return None
+            return current.attributes[CHIPS_ATTR]
         current = current.parent_op()
     return None
 
 
+def chips_problem(attr: Attribute) -> str | None:
+    """Why ``attr`` cannot be a module's ``tp.chips``, or None: N is a positive integer. A
+    negative one is said to be what xDSL reads an integer too large for its type as (2**63
+    written as an i64 reads -2**63)."""
+    if isinstance(attr, IntegerAttr) and attr.value.data >= 1:
+        return None
+    problem = f"'{CHIPS_ATTR}' must be a positive integer, got {attr}"
+    if isinstance(attr, IntegerAttr) and attr.value.data < 0:
+        problem += " (an integer too large for its type reads as negative)"
+    return problem
+
+
 def require_chips(op: Operation) -> int:
-    """N for ``op``'s module; a verifier error naming the op when none is stated."""
-    n = stated_chips(op)
-    if n is None:
+    """N for ``op``'s module; a verifier error naming the op when none is stated, or when
+    what is stated is not a positive integer (`chips_problem`)."""
+    attr = _chips_of(op)
+    if not isinstance(attr, IntegerAttr):
         raise VerifyException(
             f"'{op.name}' needs the module to state its chip count "
             f"(module attributes {{{CHIPS_ATTR} = N : i64}})"
         )
-    return n
+    problem = chips_problem(attr)
+    if problem is not None:
+        raise VerifyException(f"'{op.name}' needs a chip count: {problem}")
+    return attr.value.data
 
 
 def chips_in(attr: Attribute) -> Iterator[int]:
@@ -91,9 +111,9 @@ def check_chip_indices(module: ModuleOp) -> None:
     """
     for op in module.walk():
         if isinstance(op, ModuleOp) and CHIPS_ATTR in op.attributes:
-            attr = op.attributes[CHIPS_ATTR]
-            if not isinstance(attr, IntegerAttr) or attr.value.data < 1:
-                raise _at(op, f"'{CHIPS_ATTR}' must be a positive integer, got {attr}")
+            problem = chips_problem(op.attributes[CHIPS_ATTR])
+            if problem is not None:
+                raise _at(op, problem)
         uses = list(_op_chips(op))
         if not uses:
             continue

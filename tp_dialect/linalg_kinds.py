@@ -1,5 +1,7 @@
 """What a ``linalg.generic`` is, said once: its loop domain, its reduction loops, whether it is
-a contraction; and how many bytes a tensor holds.
+a contraction; how many bytes a tensor holds; and any linalg op as a loop nest (`loop_view`:
+the named ops, ``linalg.reduce`` and ``linalg.broadcast`` too), whether it adds one term per
+point to its accumulator (`sums_each_point`), and whether a value is zeros by construction.
 
 The executor (`runtime.linalg_exec`), the cost model (`analysis.cost`), the chip shims
 (`shims`) and the pipeline figures (`analysis.stats`) all ask here, so they cannot disagree.
@@ -29,10 +31,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FloatAttr, IntegerAttr, TensorType
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.linalg.attrs import IteratorType
-from xdsl.ir import Attribute, BlockArgument, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
 
 from tp_dialect.dtypes import numpy_dtype
 
@@ -144,3 +147,124 @@ def _input_through_extf(value: SSAValue, op: linalg.GenericOp) -> int | None:
     if isinstance(value, BlockArgument) and value.block is block and value.index < len(op.inputs):
         return value.index
     return None
+
+
+# -- any linalg op as loops ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LoopView:
+    """A linalg op as a loop nest: one indexing map per operand (inputs, then outputs), which
+    loops reduce, each loop's static extent, and the body run at each point."""
+
+    maps: tuple[AffineMap, ...]
+    reduced: frozenset[int]
+    extents: tuple[int, ...]
+    n_inputs: int
+    body: Block
+
+
+def loop_view(op: Operation) -> LoopView | None:
+    """``op`` as loops if it is a linalg op over static tensors with a body: every structured
+    op (``linalg.generic`` and the named ops, whose bodies xDSL writes out), and
+    ``linalg.reduce`` and ``linalg.broadcast``, which xDSL 0.75 does not make structured
+    (their maps are read off their ``dimensions``); None for anything else."""
+    if isinstance(op, linalg.LinalgStructuredOperation):
+        maps = tuple(m.data for m in op.get_indexing_maps().data)
+        iterators = op.get_iterator_types().data
+        reduced = frozenset(
+            i for i, it in enumerate(iterators) if it.data == IteratorType.REDUCTION
+        )
+        try:
+            extents = tuple(op.get_static_loop_ranges())
+        except Exception:  # a dynamic or inconsistent shape: no static loop nest
+            return None
+        if not op.regions or not op.regions[0].blocks:
+            return None
+        return LoopView(maps, reduced, extents, len(op.inputs), op.regions[0].block)
+    if isinstance(op, linalg.ReduceOp | linalg.BroadcastOp):
+        source, target = op.operands[0].type, op.operands[1].type
+        if not isinstance(source, TensorType) or not isinstance(target, TensorType):
+            return None
+        dims = set(op.dimensions.get_values())
+        # reduce: the loops are the input's axes, `dimensions` summed away from the output;
+        # broadcast: the loops are the output's axes, `dimensions` added to the input.
+        loops = source if isinstance(op, linalg.ReduceOp) else target
+        rank = len(loops.get_shape())
+        whole = AffineMap.identity(rank)
+        part = AffineMap(
+            rank, 0, tuple(AffineExpr.dimension(i) for i in range(rank) if i not in dims)
+        )
+        reducing = isinstance(op, linalg.ReduceOp)
+        maps = (whole, part) if reducing else (part, whole)
+        body = op.regions[0].block if op.regions and op.regions[0].blocks else Block()
+        return LoopView(
+            maps,
+            frozenset(dims) if reducing else frozenset(),
+            tuple(loops.get_shape()),
+            1,
+            body,
+        )
+    return None
+
+
+def sums_each_point(view: LoopView) -> bool:
+    """Whether the op adds one term per point of its reduction loops to its accumulator and
+    does nothing else with it: one output, and a body ending ``yield acc + t`` (``arith.addf``
+    or ``addi``, in either order) where ``acc`` is used only there and ``t`` does not depend
+    on it. Then the output is ``init + Σ t`` over the reduced points, so the sum over chips of
+    partials over disjoint parts of the reduced domain is the sum over their union. A max, a
+    product, or a body that overwrites the accumulator is not such a sum."""
+    block = view.body
+    yield_op = block.last_op
+    n_out = len(view.maps) - view.n_inputs
+    if n_out != 1 or not isinstance(yield_op, linalg.YieldOp) or len(yield_op.operands) != 1:
+        return False
+    if len(block.args) <= view.n_inputs:
+        return False
+    acc = block.args[view.n_inputs]
+    add = yield_op.operands[0].owner
+    if not isinstance(add, arith.AddfOp | arith.AddiOp) or acc not in add.operands:
+        return False
+    if not acc.has_one_use() or add.lhs is add.rhs:
+        return False
+    term = add.rhs if add.lhs is acc else add.lhs
+    return acc not in _reaching(term, block)
+
+
+def index_loops(view: LoopView) -> frozenset[int]:
+    """The loops whose index the body reads (``linalg.index d``)."""
+    return frozenset(op.dim.value.data for op in view.body.ops if isinstance(op, linalg.IndexOp))
+
+
+def _reaching(value: SSAValue, block: Block) -> set[SSAValue]:
+    """Every value of ``block`` that ``value`` is computed from (``value`` included)."""
+    seen: set[SSAValue] = set()
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        owner = v.owner
+        if isinstance(owner, Operation) and owner.parent_block() is block:
+            todo.extend(owner.operands)
+            for inner in owner.walk():
+                todo.extend(inner.operands)  # what a nested region reads
+    return seen
+
+
+def is_zeros(value: SSAValue) -> bool:
+    """Whether ``value`` is all zeros by how it is made: a ``linalg.fill`` of the constant 0,
+    or a dense constant of zeros (``tensor.empty`` is not: its contents are undefined)."""
+    owner = value.owner
+    if isinstance(owner, linalg.FillOp):
+        scalar = owner.inputs[0].owner
+        return (
+            isinstance(scalar, arith.ConstantOp)
+            and isinstance(scalar.value, FloatAttr | IntegerAttr)
+            and float(scalar.value.value.data) == 0.0
+        )
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, DenseIntOrFPElementsAttr):
+        return all(float(x) == 0.0 for x in owner.value.get_values())
+    return False

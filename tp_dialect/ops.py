@@ -226,6 +226,8 @@ class AllReduceOp(IRDLOperation):
     )
 
     ALGORITHMS: ClassVar[tuple[str, ...]] = ("fold", "ring", "oneshot", "twoshot")
+    EVERY_CHIP: ClassVar[tuple[str, ...]] = ("oneshot", "ring", "twoshot")
+    """The algorithms whose sum lands on every chip (``fold`` sums on chip 0, then sends it)."""
 
     def __init__(
         self, partials: Sequence[SSAValue], result_type: TensorType, algorithm: str | None = None
@@ -237,6 +239,11 @@ class AllReduceOp(IRDLOperation):
     def algorithm_name(self) -> str:
         """The algorithm forming the sum (``fold`` when none is written)."""
         return "fold" if self.algorithm is None else self.algorithm.data
+
+    @property
+    def sums_on_every_chip(self) -> bool:
+        """Whether the algorithm leaves the sum on every chip (`EVERY_CHIP`)."""
+        return self.algorithm_name in self.EVERY_CHIP
 
     def verify_(self) -> None:
         if self.algorithm_name not in self.ALGORITHMS:

@@ -36,6 +36,13 @@ class TpReject(Enum):
     SLICES_GAP = "slices-gap"
     """An all-reduce over contractions whose weight slices leave part of the contracted axis
     out."""
+    SLICES_MISALIGNED = "slices-misaligned"
+    """An all-reduce over contractions whose operands, on one chip, hold different positions
+    of the summed axis (or chips that pair or place them differently)."""
+    NOT_PARTIAL_SUM = "not-partial-sum"
+    """An all-reduce over reductions that are not sums from zero: a max, a body that does
+    not add to its accumulator, or an accumulator that starts from something (the
+    all-reduce would add it once per chip)."""
     DUPLICATE_PROGRAM = "duplicate-program"
     """Two ``tp.chip_program`` ops for one chip."""
     LINK_TYPE = "link-type"
@@ -54,6 +61,9 @@ class TpReject(Enum):
     PLAN_MISMATCH = "plan-mismatch"
     """tp-split: a plan entry that matches no argument, or a tensor it cannot cut (its rank,
     or N not dividing the axis)."""
+    ALIASED_ARGUMENTS = "aliased-arguments"
+    """A lowered call hands one storage to two parameters of a callee that writes one of them
+    in place: the callee's statements, ordered once for every call, take them for two."""
     DEADLOCK = "deadlock"
     """The relay: no chip can move before all have finished; each chip's halt is named."""
 

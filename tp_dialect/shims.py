@@ -10,8 +10,11 @@ operand in, or ``None``.
 `TensorParallelShim` is the seed's wrapper: a fused op runs on one chip, so it refuses a fusion
 whose members bind tensors of more than one chip (or a chip's tensor and the spine's), and a
 fusion holding a collective's fold (which would lower an all-reduce as a sum on the spine);
-every other question goes to the base shim. Where work lives it asks a `Placement` (the
-analysis layer's `Provenance` is one): this module is IR level and imports no analysis.
+every other question goes to the base shim. Two sections the lowering itself makes hold a
+collective or a fold and are admitted, because neither hides a fold from the collective — each
+*is* that collective, lowered (`TensorParallelShim.fits` says why). Where work lives it asks a
+`Placement` (the analysis layer's `Provenance` is one): this module is IR level and imports no
+analysis.
 
 A generic is a matmul when it is a contraction and a reduction when it reduces otherwise, as
 `tp_dialect.linalg_kinds` defines them (a sum of squares is a contraction), unless its ``doc``
@@ -20,7 +23,7 @@ tag names a norm, a softmax or a RoPE.
 
 from __future__ import annotations
 
-from collections.abc import Container, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
@@ -32,7 +35,24 @@ from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation, SSAValue
 
 from tp_dialect.linalg_kinds import is_contraction, nbytes, reduced_size, reduces
-from tp_dialect.ops import AllReduceOp, SectionOp, ShardOp, UnshardOp, YieldOp
+from tp_dialect.ops import (
+    AllReduceOp,
+    BarrierOp,
+    SectionOp,
+    ShardOp,
+    TransferOp,
+    UnshardOp,
+    YieldOp,
+)
+from tp_dialect.program_ops import (
+    ChipProgramOp,
+    CopyOp,
+    FinishOp,
+    LinkOp,
+    RelayOp,
+    RelayRepeatOp,
+    RunToOp,
+)
 
 
 class OpClass(Enum):
@@ -51,7 +71,7 @@ class OpClass(Enum):
     FILL = "fill"
     LOAD = "load"  # a chip's slice of a host tensor (tp.shard)
     STORE = "store"  # the host's store of chip tensors (tp.unshard)
-    COLLECTIVE = "collective"
+    COLLECTIVE = "collective"  # an all-reduce, a transfer, a link point, the host's copy
     SCALAR = "scalar"
     CONSTANT = "constant"
     OTHER = "other"  # an op tp does not know: no chip is assumed to have a kernel for it
@@ -73,6 +93,19 @@ class QuantFormat:
 
 Work = Operation | Sequence[Operation]  # one op, or the ops of a candidate fusion
 
+# The lowering's structure: terminators, phase barriers, per-chip programs (whose statements
+# are checked as a function's are) and the host's relay schedule.
+_CONTROL = (
+    ReturnOp,
+    YieldOp,
+    FinishOp,
+    BarrierOp,
+    ChipProgramOp,
+    RelayOp,
+    RelayRepeatOp,
+    RunToOp,
+)
+
 
 def classify(op: Operation) -> OpClass:
     """The class of one op (a linalg.generic by its structure and its ``doc`` tag)."""
@@ -84,8 +117,8 @@ def classify(op: Operation) -> OpClass:
         if not reduces(op):
             return OpClass.ELEMENTWISE
         return OpClass.MATMUL if is_contraction(op) else OpClass.REDUCTION
-    if isinstance(op, AllReduceOp):
-        return OpClass.COLLECTIVE
+    if isinstance(op, AllReduceOp | TransferOp | LinkOp | CopyOp):
+        return OpClass.COLLECTIVE  # tensors crossing between chips, over the chips' links
     if isinstance(op, ShardOp):
         return OpClass.LOAD
     if isinstance(op, UnshardOp):
@@ -102,8 +135,8 @@ def classify(op: Operation) -> OpClass:
         return OpClass.FILL
     if isinstance(op, arith.ConstantOp | tensor.EmptyOp):
         return OpClass.CONSTANT
-    if isinstance(op, ReturnOp | YieldOp):
-        return OpClass.SCALAR  # control: nothing a chip computes
+    if isinstance(op, _CONTROL):
+        return OpClass.SCALAR  # control: nothing a chip computes (a program's work is inside)
     elementwise = (
         linalg.AddOp,
         linalg.MulOp,
@@ -256,13 +289,22 @@ class Sn40lShim:
         return None
 
 
+class Folded(Protocol):
+    """A fold of adds, as `Placement.fold_of` maps each of its adds to it."""
+
+    @property
+    def ops(self) -> Sequence[Operation]:
+        """Its adds, in order."""
+        ...
+
+
 class Placement(Protocol):
     """Where a tensor-parallel program's work lives, as `TensorParallelShim` asks it
     (`tp_dialect.analysis.provenance.Provenance` answers it)."""
 
     @property
-    def fold_of(self) -> Container[Operation]:
-        """The ops that are part of a collective's fold of adds."""
+    def fold_of(self) -> Mapping[Operation, Folded]:
+        """Each op that is part of a collective's fold of adds, with its fold."""
         ...
 
     def home(self, value: SSAValue) -> frozenset[int]:
@@ -273,9 +315,10 @@ class Placement(Protocol):
 class TensorParallelShim:
     """What a chip allows of a tensor-parallel program: what ``base`` allows, less a fused op
     over more than one chip (or a chip's data with the spine), less a fusion holding a
-    collective, a fold of adds or a host store. Which chip a member's work is on is where its
-    results live (`Placement.home`): scalars and indices by the chips they derive from, so
-    a spine scalar is never fused with one chip's in-place cache write."""
+    collective, a fold of adds or a host store — unless the fusion is a section that *is* the
+    collective, lowered (`fits`). Which chip a member's work is on is where its results live
+    (`Placement.home`): scalars and indices by the chips they derive from, so a spine scalar
+    is never fused with one chip's in-place cache write."""
 
     def __init__(self, base: Shim, provenance: Placement) -> None:
         self.base = base
@@ -288,34 +331,71 @@ class TensorParallelShim:
         return self.base.supports(cls)
 
     def fits(self, work: Work) -> str | None:
+        """Whether ``work`` runs as one fused op on one chip: ``None``, or why not.
+
+        The seed refuses a fusion holding a collective's fold because a fold is summed across
+        chips: fused into one op, it would be lowered as a sum on the spine, hiding from the
+        runtime the all-reduce the program means. Two sections the lowering makes hold one and
+        hide nothing, so they are admitted:
+
+        - a section headed by a ``tp.allreduce`` (tp-relocate's: one per all-reduce, on every
+          chip, or one chip's share of it in a per-chip program) is that collective: the
+          runtime lowers its all-reduce by its algorithm. The ops after it are its fused
+          epilogue, answered by `fits_epilogue`, the rule tp-relocate grew it by;
+        - a section on ONE chip holding exactly the adds of one fold and nothing else (a
+          twoshot's reduce-scatter step ``label.rs{k}``, written by tp-transfers) is that
+          fold reduced onto that chip: tp-transfers brings every partial there, so the sum
+          is formed where the section runs, and no collective is left to hide it from.
+
+        A fold or an all-reduce anywhere else in a fusion — in a candidate group of tp-fuse,
+        among other work, on the spine — is refused as before.
+        """
         ops = members(work)
-        if len(ops) > 1:
-            if any(isinstance(op, UnshardOp) for op in ops):
-                return "it would hold a host store: the host stores chip outputs, no chip does"
-            if any(isinstance(op, AllReduceOp) or op in self.provenance.fold_of for op in ops):
-                return (
-                    "it would hold a collective's fold: the all-reduce over every chip would "
-                    "be lowered as a sum on the spine"
-                )
-            home = self.provenance.home
-            placed = [frozenset(c for r in op.results for c in home(r)) for op in ops]
-            owned = sorted(set().union(*placed))
-            if len(owned) > 1:
-                return f"it would fuse work of chips {owned}: a fused op runs on one chip"
-            if owned and any(not chips for chips in placed):
-                return (
-                    f"it would fuse chip {owned[0]}'s work with the spine's: a fused op runs "
-                    "where what it binds lives, and the spine lives on every chip"
-                )
+        if len(ops) <= 1:
+            return self.base.fits(work)
+        if any(isinstance(op, UnshardOp) for op in ops):
+            return "it would hold a host store: the host stores chip outputs, no chip does"
+        if isinstance(work, SectionOp):
+            if isinstance(ops[0], AllReduceOp):
+                return self.fits_epilogue(ops)
+            if self._reduced_onto_one_chip(work, ops):
+                return self.base.fits(work)
+        if any(isinstance(op, AllReduceOp) or op in self.provenance.fold_of for op in ops):
+            return (
+                "it would hold a collective's fold: the all-reduce over every chip would "
+                "be lowered as a sum on the spine"
+            )
+        home = self.provenance.home
+        placed = [frozenset(c for r in op.results for c in home(r)) for op in ops]
+        owned = sorted(set().union(*placed))
+        if len(owned) > 1:
+            return f"it would fuse work of chips {owned}: a fused op runs on one chip"
+        if owned and any(not chips for chips in placed):
+            return (
+                f"it would fuse chip {owned[0]}'s work with the spine's: a fused op runs "
+                "where what it binds lives, and the spine lives on every chip"
+            )
         return self.base.fits(work)
+
+    def _reduced_onto_one_chip(self, section: SectionOp, ops: Sequence[Operation]) -> bool:
+        """Whether ``section`` runs on one chip and holds exactly one fold's adds, in order."""
+        fold = self.provenance.fold_of.get(ops[0])
+        return len(section.chip_list) == 1 and fold is not None and list(fold.ops) == list(ops)
 
     def fits_epilogue(self, ops: Sequence[Operation]) -> str | None:
         """Whether an all-reduce (``ops[0]``) may carry the spine work after it on every
-        chip: the rest is spine work (no collective, no fold, nothing on one chip's data)
-        and the base shim builds the whole as one fused op."""
+        chip: its sum lands on every chip (not the seed's ``fold``, which sums on chip 0),
+        the rest is spine work (no collective, no fold, nothing on one chip's data) and the
+        base shim builds the whole as one fused op."""
         reduce, rest = ops[0], list(ops[1:])
         if not isinstance(reduce, AllReduceOp):
             return "an epilogue follows an all-reduce"
+        # One chip is every chip (tp-transfers writes a one-chip ring or twoshot as a fold).
+        if rest and not reduce.sums_on_every_chip and len(reduce.partials) > 1:
+            return (
+                f"an epilogue needs the sum on every chip; a '{reduce.algorithm_name}' "
+                "all-reduce sums on chip 0"
+            )
         if any(
             isinstance(op, AllReduceOp | UnshardOp) or op in self.provenance.fold_of for op in rest
         ):

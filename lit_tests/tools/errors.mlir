@@ -6,6 +6,8 @@
 // RUN: not tp-opt %S/Inputs/bad_slice.mlir 2>&1 | filecheck %s --check-prefix=SLICE
 // RUN: not tp-opt %S/Inputs/does_not_exist.mlir 2>&1 | filecheck %s --check-prefix=MISSING
 // RUN: not tp-opt %s --tp-no-such-pass 2>&1 | filecheck %s --check-prefix=FLAG
+// RUN: not tp-opt %s --tp-relo 2>&1 | filecheck %s --check-prefix=ABBREV
+// RUN: not tp-opt %s --tp-relocate=allreduce=ring --tp-phas 2>&1 | filecheck %s --check-prefix=TYPO
 // RUN: not tp-opt %s -p tp-no-such-pass 2>&1 | filecheck %s --check-prefix=PIPELINE
 // RUN: not tp-opt %s --canonicalize=no-such-option=1 2>&1 | filecheck %s --check-prefix=OPTION
 
@@ -30,8 +32,14 @@
 // MISSING: tp-opt: error: cannot read input '{{.*}}does_not_exist.mlir': No such file or directory
 // MISSING-NOT: Traceback
 
-// FLAG: tp-opt: error: unrecognized arguments: --tp-no-such-pass
-// FLAG-NOT: Traceback
+// An unknown flag is one line (no usage block), naming the flag it most likely misspells;
+// an abbreviation of a flag is not that flag.
+// FLAG: tp-opt: error: unknown flag --tp-no-such-pass{{$}}
+// FLAG-NOT: {{.}}
+// ABBREV: tp-opt: error: unknown flag --tp-relo (did you mean --tp-relocate?){{$}}
+// ABBREV-NOT: {{.}}
+// TYPO: tp-opt: error: unknown flag --tp-phas (did you mean --tp-phase?){{$}}
+// TYPO-NOT: {{.}}
 
 // PIPELINE: tp-opt: error: bad pass pipeline 'tp-no-such-pass': Unrecognized passes: ['tp-no-such-pass']
 // PIPELINE-NOT: Traceback

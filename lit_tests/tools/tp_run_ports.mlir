@@ -8,7 +8,7 @@
 // CHECK: ran {{.*}}tp_run_ports.mlir (2 chip(s)): load
 
 // MISSING-NOT: Traceback
-// MISSING: tp-run: error: the inputs have no tensor 'x' (expected f32 of shape [2, 3]), nor does the checkpoint
+// MISSING: tp-run: error: the inputs have no tensor 'x' or 'arg0' (expected f32 of shape [2, 3]), nor does the checkpoint; the only tensor in the checkpoint is 'w'
 // MISSING-NOT: Traceback
 
 // NONE: tp-run: error: give the arguments: --weights CKPT or --random-weights SEED, and/or --inputs IN.npz or --random-inputs SEED (or --dry-run)

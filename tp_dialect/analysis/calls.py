@@ -15,9 +15,12 @@ The lowering passes place the callee's statements ONCE, for every call, and keep
   where it stands, its callee left as it is (run inside that section).
 
 `lowered_functions` lists the entry and every function its lowered calls reach, callees
-before callers, refusing recursion at the call; `placed_functions` the functions tp-relocate
-sections; `check_arguments` that a lowered call hands its callee only what the callee's
-argument types place (its statements are placed once, by those types, for every call).
+before callers, refusing recursion at the call and a call handing one storage to two
+parameters of which its callee writes one in place (`check_aliases`: the callee's
+statements are ordered once, by the storages its parameters name); `placed_functions` the
+functions tp-relocate sections; `check_arguments` that a lowered call hands its callee only
+what the callee's argument types place (its statements are placed once, by those types, for
+every call).
 What a lowered call reads and where its results are held, as a statement of its caller, is
 `tp_dialect.analysis.call_summary`.
 
@@ -36,9 +39,10 @@ from collections.abc import Iterator
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import CallOp, FuncOp
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 
 from tp_dialect.analysis.provenance import Provenance, declared
+from tp_dialect.analysis.touch import storage, written_in_place
 from tp_dialect.analysis.values import callee
 from tp_dialect.attrs import chip_of
 from tp_dialect.names import value_name
@@ -122,8 +126,10 @@ class ChipWork:
 def lowered_functions(entry: FuncOp, work: ChipWork) -> list[FuncOp]:
     """``entry`` and every function its lowered calls reach, callees before their callers
     (each once). Raises, at the call: a lowered call that is not a statement of its function
-    (``section-chip``: inside a section or another op's region, sections would nest) and
-    recursion (``opaque-call``: a function lowered once cannot contain itself)."""
+    (``section-chip``: inside a section or another op's region, sections would nest),
+    recursion (``opaque-call``: a function lowered once cannot contain itself) and one
+    storage handed to two parameters of which the callee writes one in place
+    (``aliased-arguments``, `check_aliases`)."""
     order: list[FuncOp] = []
     done: set[FuncOp] = set()
 
@@ -137,6 +143,7 @@ def lowered_functions(entry: FuncOp, work: ChipWork) -> list[FuncOp]:
                 )
             if f not in done:
                 visit(f, (*path, f))
+            check_aliases(call, f)
         done.add(func)
         order.append(func)
 
@@ -174,6 +181,37 @@ def check_arguments(call: CallOp, func: FuncOp, prov: Provenance) -> None:
                 f"argument: @{func.sym_name.data}'s statements are placed once, by its "
                 "arguments' types, for every call",
             )
+
+
+def check_aliases(call: CallOp, func: FuncOp) -> None:
+    """A lowered call hands no storage to two parameters of ``func`` of which ``func`` (or a
+    function it calls) writes one in place; an ``aliased-arguments`` diagnostic at the call
+    otherwise, naming both parameters. ``func``'s statements are ordered once, for every
+    call (tp-relocate's epilogue, tp-fuse, tp-phase, the per-chip functions tp-link-points
+    writes and the relay running them), by the storages its parameters name: two parameters
+    are two storages, so a read of one may be moved past an in-place write of the other.
+    Storage is `touch.storage`'s: the same SSA value, an in-place update's result and its
+    destination, a section's out and what it yields, a call's result handing back an
+    argument (each ``tp.shard`` loads a copy of its own)."""
+    written = set(written_in_place(func))
+    params = func.body.block.args
+    first: dict[SSAValue, int] = {}  # storage -> the first parameter handed it
+    for i, value in enumerate(call.arguments):
+        held = storage(value)
+        j = first.setdefault(held, i)
+        if j == i or not {params[i], params[j]} & written:
+            continue
+        name = func.sym_name.data
+        a, b = (i, j) if params[i] in written else (j, i)
+        raise TpReject.ALIASED_ARGUMENTS.at(
+            call,
+            f"'func.call' hands @{name} one storage, %{value_name(held)}, for argument "
+            f"#{j} (%{value_name(params[j])}) and argument #{i} (%{value_name(params[i])}), "
+            f"and @{name} writes %{value_name(params[a])} in place: its statements are "
+            f"ordered once, for every call, as if %{value_name(params[a])} and "
+            f"%{value_name(params[b])} were two (hand it two storages, or inline the call "
+            "before lowering: tp-inline)",
+        )
 
 
 def _lowered_calls(func: FuncOp, work: ChipWork) -> Iterator[tuple[CallOp, FuncOp]]:

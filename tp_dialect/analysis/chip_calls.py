@@ -18,7 +18,8 @@ once. Both are linear in what they produce, which is bounded by the text: a repe
 most as many times as it lists tags.
 
 `check_chip_calls` refuses a per-chip function called anywhere but as a statement of its own
-chip's program. `flat_copy` is the flat per-chip programs a module stands for (each call's
+chip's program, or handed one storage for two parameters of which it writes one in place
+(`calls.check_aliases`). `flat_copy` is the flat per-chip programs a module stands for (each call's
 body in its place, `retag`-named; the relay unrolled), with each op's original: what
 tp-verify checks, MPI ranks run and tp-inline returns.
 """
@@ -34,6 +35,7 @@ from xdsl.ir import Operation
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import SymbolTable
 
+from tp_dialect.analysis.calls import check_aliases
 from tp_dialect.analysis.relay import Copy, RelayStep, RunTo, shifted
 from tp_dialect.analysis.values import callee
 from tp_dialect.names import in_layer
@@ -207,7 +209,9 @@ def retag(ops: Iterable[Operation], tag: str) -> None:
 def check_chip_calls(root: Operation) -> None:
     """Every call to a per-chip function under ``root`` is a statement of the program of the
     chip the function is for (its ``tp.chip``, an integer); else a located refusal
-    (``not-linkable``): anywhere else its links would halt nothing, or the wrong chip."""
+    (``not-linkable``): anywhere else its links would halt nothing, or the wrong chip; and
+    none hands one storage to two parameters of which the function writes one in place
+    (``aliased-arguments``, `calls.check_aliases`)."""
     for op in root.walk():
         f = chip_function(op)
         if f is None:
@@ -241,6 +245,7 @@ def check_chip_calls(root: Operation) -> None:
                 f"chip {program.chip_index}'s program calls @{name}, chip {c}'s per-chip "
                 "function: a chip runs its own part of a function",
             )
+        check_aliases(op, f)  # its statements were ordered for distinct storages
 
 
 def has_chip_calls(module: Operation) -> bool:

@@ -1,28 +1,45 @@
-"""Sums over slices that cover: an all-reduce of contractions over one weight's slices.
+"""Sums over slices that cover: an all-reduce of partial sums over parts of one axis.
 
 Megatron's row-parallel projection sums, over chips, a contraction of each chip's activation
-with its slice of the weight cut along the contracted axis; the sum is the unsharded
-contraction only when those slices are disjoint and cover that axis. `check_coverage` holds an
-all-reduce (or a valid fold) to it:
+with its slice of the weight cut along the contracted axis. `check_coverage` holds every
+all-reduce (and every valid fold) whose partials are reductions to this rule:
 
-- each partial is followed back through what hands data on unchanged — sections, chip
-  programs, links (`values.origin`), ``tensor.cast``, ``linalg.copy``, an identity
-  ``tensor.extract_slice``, calls (into the callee's return, and out through its arguments;
-  an all-reduce in a callee is judged once per call chain reaching it) — to the contraction
-  computing it (any linalg structured op with a reduction iterator);
-- each operand of that contraction followed the same way to a ``tp.shard`` of a function
-  argument (the checkpoint weight: arguments bound to one checkpoint name are one weight)
-  gives the ranges of the weight's cut axis the chip covers, when the contraction sums that
-  axis (read by the loop dimension itself); a slice cut along an axis the contraction does not
-  sum covers the whole contracted axis on every chip.
+**Claim.** Let ``S = Σ_c p_c`` be the all-reduce, and let some ``p_c`` be computed (through
+what hands data on unchanged, and a static window every chip takes alike) by a reduction
+``R_c``. Certification requires, for every chip ``c``:
 
-Overlapping ranges are refused (``slices-overlap``), uncovered ones too (``slices-gap``). So
-is whatever the rule cannot prove (``slices-gap``): a shard reaching the contraction only
-through something that moves or changes data (a reshape, a transpose, a windowing slice, an
-elementwise op, control flow), a partial that is such a function of a contraction over a
-shard, an accumulator (``outs``) that starts from such data, a slice cut from anything but an
-argument, an index expression other than the loop dimension. Partials that are not
-contractions over shards at all (an elementwise chip value, say) make no claim.
+1. ``R_c`` is a *partial sum*: one output, a body ``yield acc + t`` with ``t`` independent of
+   ``acc`` (`linalg_kinds.sums_each_point`; a contraction's ``t`` is a product), so
+   ``R_c[o] = init_c[o] + Σ_{r ∈ D_c} t_c(o, r)`` over its reduced points ``D_c``;
+2. ``init_c`` is zero by construction (`linalg_kinds.is_zeros`), or the all-reduce would add
+   it once per chip;
+3. every operand axis read by a reduced loop ``r`` reads it by the loop index alone (or
+   through an expression of loops over an axis that is not cut: a convolution's window), and
+   the positions those axes hold (`analysis.positions`) *correspond*: each is one sequence of
+   positions ``P_c(r)``, shifted by a constant — so at local point ``j`` every operand holds
+   the element of position ``P_c(r)(j)`` (position by position, through multi-range slices);
+   a body reading ``linalg.index r`` reads the loop itself;
+4. the shifts, the sizes of the reduced loops and the positions each partial holds of the
+   result are the same on every chip (every chip pairs its operands alike and adds into the
+   same elements);
+
+and across chips:
+
+5. at most one reduced loop ``r*`` is cut (holds less than its whole axis, on some chip); the
+   sequences ``P_c(r*)`` are disjoint and cover the axis (``slices-overlap``,
+   ``slices-gap``) — with none cut and N > 1 every chip sums everything (an overlap);
+6. for every operand that is a ``tp.shard`` of an entry argument read by a reduced loop along
+   its cut, the slices of that checkpoint tensor are disjoint and cover (the rule before
+   positions, kept: it names the weight).
+
+Then ``S[o] = Σ_c Σ_{j} t(operands at P_c(r*)(j)) = Σ_{r ∈ axis} t(…, r, …)``: each position of
+the summed axis is added exactly once, from operands holding that position, into a sum that
+starts from zero. Every partial must be such a sum when one is (a chip whose partial is not
+would add something else). A partial that is not itself a reduction but derives from one
+through what moves or changes data is refused as unprovable; partials that derive from no
+reduction make no claim (an elementwise chip value: a vocab-parallel lookup's zeros
+elsewhere, say). What the claim does not say: that ``t`` is the unsharded model's term (that is
+what ``tp-run --check`` measures).
 """
 
 from __future__ import annotations
@@ -31,17 +48,26 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects import arith, func, tensor
+from xdsl.dialects import func, tensor
 from xdsl.dialects.linalg import ops as linalg
-from xdsl.dialects.linalg.attrs import IteratorType
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 from xdsl.traits import IsTerminator, SymbolTable
 
+from tp_dialect.analysis.positions import (
+    UNKNOWN,
+    Axis,
+    AxisPos,
+    PositionAnalysis,
+    Positions,
+    correspond,
+    loop_readers,
+)
 from tp_dialect.analysis.provenance import Solver
 from tp_dialect.analysis.values import origin
 from tp_dialect.attrs import chip_of
 from tp_dialect.diagnostics import TpDiagnostic
+from tp_dialect.linalg_kinds import LoopView, is_zeros, loop_view, sums_each_point
 from tp_dialect.names import value_name
 from tp_dialect.ops import AllReduceOp, ShardOp, UnshardOp
 from tp_dialect.reject import TpReject
@@ -52,18 +78,19 @@ _MAX_CONTEXTS = 64  # call chains into one all-reduce's function; beyond: not pr
 
 
 class Unproven(Exception):
-    """The covered part of a weight cannot be told; ``how`` says why."""
+    """A partial the rule refuses; ``how`` says why, ``reason`` which refusal it is."""
 
-    def __init__(self, chip: int, how: str) -> None:
+    def __init__(self, chip: int, how: str, reason: TpReject = TpReject.SLICES_GAP) -> None:
         super().__init__(how)
         self.chip = chip
         self.how = how
+        self.reason = reason
 
 
 @dataclass(frozen=True)
 class ContractedSlice:
-    """A ``tp.shard`` of ``weight`` that a partial's contraction reads: the ranges of the
-    weight's ``axis`` (of ``size``) that the partial covers."""
+    """A ``tp.shard`` of ``weight`` that a partial's reduction reads along a reduced loop:
+    the ranges of the weight's ``axis`` (of ``size``) that the partial covers."""
 
     shard: ShardOp
     weight: SSAValue
@@ -72,14 +99,42 @@ class ContractedSlice:
     ranges: list[tuple[int, int]]
 
 
+@dataclass(frozen=True)
+class Claim:
+    """What chip ``chip``'s partial sums: its reduction ``op``, the positions each reduced
+    loop holds (in loop order), each reader's (full axis, shift) per reduced loop, the
+    positions the partial holds of the result, and the shards it reads along a cut."""
+
+    chip: int
+    op: Operation
+    loops: tuple[Axis, ...]
+    pairing: tuple[tuple[tuple[int, int], ...], ...]
+    out: Positions
+    shards: tuple[ContractedSlice, ...]
+    names: tuple[str, ...]  # per reduced loop: the value whose positions name it
+
+
 class _Tracer:
     """Follows values back through what hands data on unchanged, within call chains."""
 
-    def __init__(self, solver: Solver, at: Operation) -> None:
-        self.sends = solver.sends_in(at)
+    def __init__(self, sends: dict[str, SSAValue]) -> None:
+        self.sends = sends
+        self.positions = PositionAnalysis(self._exact)
+        self._found: dict[tuple[SSAValue, Calls], tuple[SSAValue, Calls]] = {}
+
+    def _exact(self, value: SSAValue, calls: object) -> tuple[SSAValue, object]:
+        assert isinstance(calls, tuple)
+        return self.exact(value, calls)
 
     def exact(self, value: SSAValue, calls: Calls) -> tuple[SSAValue, Calls]:
         """The value ``value`` hands on unchanged, and the call chain it is in."""
+        key = (value, calls)
+        found = self._found.get(key)
+        if found is None:
+            found = self._found[key] = self._follow(value, calls)
+        return found
+
+    def _follow(self, value: SSAValue, calls: Calls) -> tuple[SSAValue, Calls]:
         seen: set[tuple[SSAValue, Calls]] = set()
         while (value, calls) not in seen:
             seen.add((value, calls))
@@ -110,7 +165,7 @@ class _Tracer:
         self, value: SSAValue, calls: Calls, wanted: Callable[[Operation], bool]
     ) -> str | None:
         """The first op through which ``value`` derives, by moving or changing data (not by
-        a contraction, an all-reduce or a host input), from an op ``wanted`` holds for: its
+        a reduction, an all-reduce or a host input), from an op ``wanted`` holds for: its
         name, or None."""
         todo = deque([(value, calls, "")])
         seen: set[SSAValue] = set()
@@ -124,7 +179,7 @@ class _Tracer:
             if isinstance(owner, Block):
                 region_op = owner.parent_op()
                 if region_op is not None and not isinstance(region_op, func.FuncOp):
-                    for u in _region_inputs(region_op):
+                    for u in _data_operands(region_op):
                         todo.append((u, cs, via or f"'{region_op.name}'"))
                 continue
             if via and wanted(owner):
@@ -156,21 +211,16 @@ def _returned(call: func.CallOp) -> tuple[func.FuncOp, func.ReturnOp] | None:
     return (callee, ret) if isinstance(ret, func.ReturnOp) else None
 
 
-def _contraction(op: Operation) -> bool:
-    return isinstance(op, linalg.LinalgStructuredOperation) and any(
-        it.data == IteratorType.REDUCTION for it in op.get_iterator_types().data
-    )
+def _reduction(op: Operation) -> bool:
+    """Any linalg op that reduces over loops (a sum or not)."""
+    view = loop_view(op)
+    return view is not None and bool(view.reduced)
 
 
 def _moves(op: Operation) -> bool:
-    """Ops through which data flows moved or changed but not summed over chips: reshapes,
-    slices, inserts, concatenation, transposes and broadcasts, elementwise arithmetic,
-    structured ops without a reduction, control flow."""
-    if isinstance(op, ShardOp | AllReduceOp | UnshardOp) or _contraction(op):
-        return False
-    return op.dialect_name() in ("tensor", "arith", "math", "scf", "bufferization") or (
-        isinstance(op, linalg.LinalgStructuredOperation)
-    )
+    """Ops through which data flows moved or changed but not summed over chips: everything
+    but a reduction, a shard, an all-reduce and a host store."""
+    return not isinstance(op, ShardOp | AllReduceOp | UnshardOp) and not _reduction(op)
 
 
 def _data_operands(op: Operation) -> Iterator[SSAValue]:
@@ -180,245 +230,172 @@ def _data_operands(op: Operation) -> Iterator[SSAValue]:
             yield from inner.operands  # what a region op's regions hand out
 
 
-def _region_inputs(op: Operation) -> Iterator[SSAValue]:
-    """What a region op's block arguments hold: its operands and what its regions yield."""
-    yield from _data_operands(op)
+def _through_views(value: SSAValue, calls: Calls, tracer: _Tracer) -> tuple[SSAValue, Calls]:
+    """``value`` seen through static ``tensor.extract_slice``s of it (a two-shot all-reduce's
+    reduce-scatter sums one slice of every partial): what they slice. Which part of the
+    result the partial then holds is its positions (the same on every chip: rule 4)."""
+    while isinstance(op := value.owner, tensor.ExtractSliceOp) and not (
+        op.offsets or op.sizes or op.strides
+    ):
+        value, calls = tracer.exact(op.source, calls)
+    return value, calls
 
 
-def _zero_or_fresh(value: SSAValue, tracer: _Tracer, calls: Calls) -> bool:
-    """Whether an accumulator starts from nothing: an empty tensor, a constant, a fill."""
-    v, _ = tracer.exact(value, calls)
-    owner = v.owner
-    if isinstance(owner, linalg.FillOp):
-        return all(_zero_or_fresh(o, tracer, calls) for o in owner.outputs) and all(
-            isinstance(i.owner, arith.ConstantOp) for i in owner.inputs
+def _runs(p: AxisPos) -> str:
+    if not isinstance(p, Axis):
+        return "positions that cannot be told" if p is UNKNOWN else "no positions"
+    held = " + ".join(f"[{s}, {s + n})" for s, n in p.runs) or "nothing"
+    return f"{held} of {p.full}"
+
+
+def claim(partial: SSAValue, tracer: _Tracer, chip: int, calls: Calls = ()) -> Claim | None:
+    """What chip ``chip``'s ``partial`` sums (rules 1–3 of the module docstring), None when it
+    derives from no reduction; raises Unproven when it breaks a rule."""
+    value, calls = tracer.exact(partial, calls)
+    out = tracer.positions.of(value, calls)
+    base, calls = _through_views(value, calls, tracer)
+    op = base.owner
+    view = loop_view(op) if isinstance(op, Operation) else None
+    if view is None or not view.reduced:
+        if (via := tracer.reaches(base, calls, _reduction)) is not None:
+            raise Unproven(
+                chip,
+                f"%{value_name(partial)}, which derives from a reduction through {via}: which "
+                "part of the summed axis it sums cannot be proven",
+            )
+        return None
+    assert isinstance(op, Operation)
+    name = value_name(base)
+    if not sums_each_point(view):
+        raise Unproven(
+            chip,
+            f"%{name} = '{op.name}', whose body does not add one term per point to its "
+            "accumulator (a max, a product, an overwrite): the sum over chips of such "
+            "reductions is not the reduction over the whole axis",
+            TpReject.NOT_PARTIAL_SUM,
         )
-    return isinstance(owner, tensor.EmptyOp | arith.ConstantOp)
+    init = op.operands[view.n_inputs]
+    if not is_zeros(tracer.exact(init, calls)[0]):
+        raise Unproven(
+            chip,
+            f"%{name}, whose accumulator starts from %{value_name(init)}, not from zeros: "
+            "the all-reduce would add that start once per chip",
+            TpReject.NOT_PARTIAL_SUM,
+        )
+    operands = list(op.operands)
+    readers = loop_readers(view, operands, lambda v: tracer.positions.of(v, calls))
+    loops: list[Axis] = []
+    pairing: list[tuple[tuple[int, int], ...]] = []
+    names: list[str] = []
+    for d in sorted(view.reduced):
+        found = readers[d]
+        held, shifts = correspond([p for _, _, p in found], follow_cut=False)
+        if held is UNKNOWN:
+            raise _unaligned(chip, name, d, found, operands)
+        loops.append(held if isinstance(held, Axis) else Axis.whole(view.extents[d]))
+        pairing.append(
+            tuple(
+                (p.full, k if k is not None else 0)
+                for (_, _, p), k in zip(found, shifts, strict=True)
+                if isinstance(p, Axis)
+            )
+        )
+        names.append(_namer(found, held, operands) or name)
+    return Claim(
+        chip,
+        op,
+        tuple(loops),
+        tuple(pairing),
+        out,
+        tuple(_shards(op, view, tracer, calls, chip)),
+        tuple(names),
+    )
+
+
+def _namer(
+    found: list[tuple[int, int, AxisPos]], held: AxisPos, operands: Sequence[SSAValue]
+) -> str | None:
+    for i, _, p in found:
+        if p == held and 0 <= i < len(operands):
+            return value_name(operands[i])
+    return None
+
+
+def _unaligned(
+    chip: int,
+    name: str,
+    loop: int,
+    found: list[tuple[int, int, AxisPos]],
+    operands: Sequence[SSAValue],
+) -> Unproven:
+    def what(i: int) -> str:
+        return f"%{value_name(operands[i])}" if 0 <= i < len(operands) else "linalg.index"
+
+    for i, axis, p in found:
+        if p is UNKNOWN:
+            return Unproven(
+                chip,
+                f"%{name}, which reads axis {axis} of {what(i)} along its summed loop d{loop}: "
+                "which positions of the summed axis that holds cannot be proven",
+            )
+    known = [(i, p) for i, _, p in found if isinstance(p, Axis)]
+    i, p = min(known, key=lambda ip: ip[1].full)
+    j, q = next((j, q) for j, q in known if q.shift_from(p) is None)
+    return Unproven(
+        chip,
+        f"%{name}, which reads {what(i)} holding {_runs(p)} and {what(j)} holding {_runs(q)} "
+        f"along its summed loop d{loop}: the operands of a contraction must hold the same "
+        "positions of the summed axis, element by element",
+        TpReject.SLICES_MISALIGNED,
+    )
+
+
+def _shards(
+    op: Operation, view: LoopView, tracer: _Tracer, calls: Calls, chip: int
+) -> Iterator[ContractedSlice]:
+    """The shards of entry-function arguments that ``op`` reads directly along the cut of
+    one of its reduced loops (rule 6)."""
+    for operand, amap in zip(op.operands[: view.n_inputs], view.maps, strict=False):
+        v, vcalls = tracer.exact(operand, calls)
+        shard = v.owner
+        if not isinstance(shard, ShardOp):
+            continue
+        weight, _ = tracer.exact(shard.source, vcalls)
+        if not (isinstance(weight, BlockArgument) and isinstance(_op_of(weight), func.FuncOp)):
+            continue  # a slice of a computed value: its positions hold it to the rule
+        sl = shard.slice
+        expr = amap.results[sl.axis_index] if sl.axis_index < len(amap.results) else None
+        if isinstance(expr, AffineDimExpr) and expr.position in view.reduced:
+            size = sl.full_shape[sl.axis_index]
+            yield ContractedSlice(shard, weight, sl.axis_index, size, list(sl.ranges))
+
+
+def claim_of(
+    partial: SSAValue, solver: Solver, at: Operation, chip: int, calls: Calls = ()
+) -> Claim | None:
+    """What chip ``chip``'s ``partial`` of the all-reduce at ``at`` sums (`claim`), traced
+    afresh; raises Unproven when the partial breaks a rule."""
+    return claim(partial, _Tracer(solver.sends_in(at)), chip, calls)
 
 
 def contracted_slices(
     partial: SSAValue, solver: Solver, at: Operation, chip: int, calls: Calls = ()
 ) -> Iterator[ContractedSlice]:
-    """The slices of weights the contraction computing ``partial`` (chip ``chip``'s) covers
-    on the axes it sums (see the module docstring); raises Unproven when that cannot be
-    told."""
-    tracer = _Tracer(solver, at)
-    value, calls = tracer.exact(partial, calls)
-    value, calls, _ = _through_views(value, calls, tracer)
-    op = value.owner
-    if not isinstance(op, Operation) or not _contraction(op):
-        if (via := tracer.reaches(value, calls, _contraction)) is not None:
-            raise Unproven(chip, f"a contraction, through {via}")
-        return
-    assert isinstance(op, linalg.LinalgStructuredOperation)
-    iterators = op.get_iterator_types().data
-    reduced = {i for i, it in enumerate(iterators) if it.data == IteratorType.REDUCTION}
-    maps = op.get_indexing_maps().data
-    for init in op.outputs:
-        start = tracer.exact(init, calls)[0].owner
-        if not _zero_or_fresh(init, tracer, calls) and (
-            isinstance(start, Operation)
-            and _weighty(start)
-            or tracer.reaches(init, calls, _weighty)
-        ):
-            raise Unproven(chip, f"an accumulator starting from %{value_name(init)}")
-    held: dict[int, tuple[tuple[int, int], ...]] = {}  # loop -> ranges a weight's shard holds
-    indirect: list[tuple[SSAValue, Calls, Sequence[object], str]] = []
-    for operand, amap in zip(op.inputs, maps, strict=False):
-        v, vcalls = tracer.exact(operand, calls)
-        shard = v.owner
-        if not isinstance(shard, ShardOp):
-            if (via := tracer.reaches(v, vcalls, _is_shard)) is not None:
-                indirect.append((v, vcalls, amap.data.results, via))
-            continue
-        weight, wcalls = tracer.exact(shard.source, vcalls)
-        if not (isinstance(weight, BlockArgument) and isinstance(_op_of(weight), func.FuncOp)):
-            raise Unproven(chip, f"a slice cut from %{value_name(weight)}, not from an argument")
-        for found in _covered(shard, weight, amap.data.results, reduced, chip):
-            expr = amap.data.results[found.axis]
-            if isinstance(expr, AffineDimExpr):
-                held[expr.position] = tuple(found.ranges)
-            yield found
-    for v, vcalls, exprs, via in indirect:
-        _aligned(v, vcalls, exprs, reduced, held, tracer, chip, via)
-
-
-def _aligned(
-    value: SSAValue,
-    calls: Calls,
-    exprs: Sequence[object],
-    reduced: set[int],
-    held: dict[int, tuple[tuple[int, int], ...]],
-    tracer: _Tracer,
-    chip: int,
-    via: str,
-) -> None:
-    """A contraction operand that derives from shards through elementwise work (a column-split
-    projection's bias, added before its activation): proven only when, along the summed axis,
-    every such shard holds exactly the runs the weight's own shard holds (the chip multiplies
-    matching parts), and no shard reaches it cut along another axis."""
-    sums = [
-        (axis, e.position)
-        for axis, e in enumerate(exprs)
-        if isinstance(e, AffineDimExpr) and e.position in reduced
-    ]
-    if len(sums) != 1 or sums[0][1] not in held:
-        raise Unproven(chip, f"its slice through {via}")
-    axis, loop = sums[0]
-    for runs in _cuts_along(value, axis, calls, tracer, chip, via):
-        if runs != held[loop]:
-            raise Unproven(
-                chip,
-                f"a slice through {via} holding {list(runs)} of the summed axis where the "
-                f"weight's holds {list(held[loop])}",
-            )
-
-
-def _cuts_along(
-    value: SSAValue, axis: int, calls: Calls, tracer: _Tracer, chip: int, via: str
-) -> Iterator[tuple[tuple[int, int], ...]]:
-    """The runs of ``value``'s ``axis`` each shard it derives from holds, followed back
-    through elementwise generics (by their indexing maps) and elementwise ``arith``;
-    Unproven through anything else that reaches a shard."""
-    value, calls = tracer.exact(value, calls)
-    owner = value.owner
-    if isinstance(owner, ShardOp):
-        if owner.slice.axis_index != axis:
-            raise Unproven(chip, f"its slice through {via}, cut along another axis")
-        yield tuple(owner.slice.ranges)
-        return
-    if not isinstance(owner, Operation) or not _moves(owner):
-        return  # a contraction, an all-reduce, a host input: no shard of its own
-    steps = _elementwise_sources(owner, value, axis)
-    if steps is None:
-        if tracer.reaches(value, calls, _is_shard) is not None:
-            raise Unproven(chip, f"its slice through {via}")
-        return
-    for source, source_axis, window in steps:
-        if source_axis is None:  # broadcast along the axis: must hold no shard
-            if tracer.reaches(source, calls, _is_shard) is not None or isinstance(
-                tracer.exact(source, calls)[0].owner, ShardOp
-            ):
-                raise Unproven(chip, f"its slice through {via}")
-            continue
-        if window is not None:
-            # A window of a chip's own tensor: where it sits in the whole tensor is not in the
-            # program (a packed projection's parts), so the runs it holds cannot be told.
-            if tracer.reaches(source, calls, _is_shard) is not None or isinstance(
-                tracer.exact(source, calls)[0].owner, ShardOp
-            ):
-                raise Unproven(chip, f"its slice through {via}, then a window of it")
-            continue
-        yield from _cuts_along(source, source_axis, calls, tracer, chip, via)
-
-
-def _elementwise_sources(
-    op: Operation, value: SSAValue, axis: int
-) -> list[tuple[SSAValue, int | None, tuple[int, int] | None]] | None:
-    """Where ``axis`` of ``value`` (a result of ``op``) comes from: each data operand, the
-    axis of it that feeds it (None: broadcast) and a static window on it; None when ``op`` is
-    not elementwise along that axis."""
-    if isinstance(op, linalg.GenericOp):
-        if any(str(it.data) != "parallel" for it in op.iterator_types.data):
-            return None
-        maps = [m.data for m in op.indexing_maps]
-        out = maps[len(op.inputs) + op.results.index(value)]  # type: ignore[arg-type]
-        expr = out.results[axis]
-        if not isinstance(expr, AffineDimExpr):
-            return None
-        found: list[tuple[SSAValue, int | None, tuple[int, int] | None]] = []
-        for operand, m in zip(op.operands, maps, strict=True):
-            at = [i for i, e in enumerate(m.results) if expr.position in e.used_dims()]
-            if len(at) > 1 or (at and not isinstance(m.results[at[0]], AffineDimExpr)):
-                return None
-            found.append((operand, at[0] if at else None, None))
-        return found
-    if isinstance(op, tensor.ExtractSliceOp):
-        offsets = op.static_offsets.get_values()
-        sizes = op.static_sizes.get_values()
-        strides = op.static_strides.get_values()
-        rank = len(getattr(value.type, "get_shape", lambda: ())())
-        if op.offsets or op.sizes or op.strides or rank != len(sizes) or strides[axis] != 1:
-            return None
-        return [(op.source, axis, (offsets[axis], sizes[axis]))]
-    shapes = {
-        tuple(getattr(v.type, "get_shape", lambda: ())()) for v in (*op.operands, *op.results)
-    }
-    if op.dialect_name() == "arith" and len(shapes) == 1 and op.regions == ():
-        return [(v, axis, None) for v in op.operands]
-    return None
-
-
-View = tuple[tuple[int, ...], ...]  # static (offsets, sizes, strides) of slices, outermost last
-
-
-def _through_views(value: SSAValue, calls: Calls, tracer: _Tracer) -> tuple[SSAValue, Calls, View]:
-    """``value`` seen through static ``tensor.extract_slice``s of it (a two-shot all-reduce's
-    reduce-scatter sums one slice of every partial): what they slice, and the slices taken.
-    Slicing a contraction's result keeps which part of its contracted axis it summed, as long
-    as every chip takes the same slice (`check_coverage` holds them to it)."""
-    view: list[tuple[int, ...]] = []
-    while isinstance(op := value.owner, tensor.ExtractSliceOp) and not (
-        op.offsets or op.sizes or op.strides
-    ):
-        view += [
-            tuple(op.static_offsets.get_values()),
-            tuple(op.static_sizes.get_values()),
-            tuple(op.static_strides.get_values()),
-        ]
-        value, calls = tracer.exact(op.source, calls)
-    return value, calls, tuple(view)
-
-
-def partial_view(partial: SSAValue, solver: Solver, at: Operation, calls: Calls = ()) -> View:
-    """The static slices ``partial`` takes of what computes it (empty: none)."""
-    tracer = _Tracer(solver, at)
-    value, calls = tracer.exact(partial, calls)
-    return _through_views(value, calls, tracer)[2]
-
-
-def _is_shard(op: Operation) -> bool:
-    return isinstance(op, ShardOp)
-
-
-def _weighty(op: Operation) -> bool:
-    """A slice of a weight, or a contraction (which may hold one)."""
-    return isinstance(op, ShardOp) or _contraction(op)
+    """The slices of weights that the reduction computing ``partial`` (chip ``chip``'s)
+    reads along the cut of a reduced loop; raises Unproven when the partial breaks a rule."""
+    found = claim_of(partial, solver, at, chip, calls)
+    if found is not None:
+        yield from found.shards
 
 
 def _op_of(value: BlockArgument) -> Operation | None:
     return value.owner.parent_op()
 
 
-def _covered(
-    shard: ShardOp,
-    weight: SSAValue,
-    exprs: Sequence[object],
-    reduced: set[int],
-    chip: int,
-) -> Iterator[ContractedSlice]:
-    sl = shard.slice
-    cut = exprs[sl.axis_index]
-    if isinstance(cut, AffineDimExpr) and cut.position in reduced:
-        yield ContractedSlice(shard, weight, sl.axis_index, sl.full_shape[sl.axis_index], sl.ranges)
-        return
-    if not isinstance(cut, AffineDimExpr):
-        raise Unproven(chip, f"its slice through the index {cut}")
-    # Cut along an axis the contraction does not sum: every chip sums the whole of each
-    # contracted axis (and an index other than the loop dimension cannot be told).
-    for axis, expr in enumerate(exprs):
-        if isinstance(expr, AffineDimExpr):
-            if expr.position in reduced:
-                size = sl.full_shape[axis]
-                yield ContractedSlice(shard, weight, axis, size, [(0, size)])
-                return
-        elif expr.used_dims() & reduced:  # type: ignore[attr-defined]
-            raise Unproven(chip, f"its slice through the index {expr}")
-
-
 class ModuleIndex:
     """What coverage asks of the whole module, gathered once per check (one walk, not one per
-    all-reduce): who calls each function, and the checkpoint names of the entry's arguments."""
+    all-reduce): who calls each function, the checkpoint names of the entry's arguments, and
+    one tracer (with its positions) per function, shared by the all-reduces in it."""
 
     def __init__(self, root: Operation) -> None:
         self.callers: dict[func.FuncOp, list[func.CallOp]] = {}
@@ -429,6 +406,7 @@ class ModuleIndex:
                     self.callers.setdefault(callee, []).append(op)
         self.entry: func.FuncOp | None = None
         self._names: list[str] | None = None
+        self._tracers: dict[Operation | None, _Tracer] = {}
         try:
             self.entry = entry_function(root)  # type: ignore[arg-type]
         except BindError:  # no single entry function: arguments are their own weights
@@ -445,14 +423,28 @@ class ModuleIndex:
                 raise TpDiagnostic(self.entry, str(err)) from None
         return self._names[index]
 
+    def tracer(self, at: Operation, solver: Solver) -> _Tracer:
+        """The tracer for all-reduces in the function holding ``at``."""
+        scope = _function_of(at)
+        if scope not in self._tracers:
+            self._tracers[scope] = _Tracer(solver.sends_in(at))
+        return self._tracers[scope]
+
+
+def _function_of(op: Operation) -> Operation | None:
+    f = op.parent_op()
+    while f is not None and not isinstance(f, func.FuncOp):
+        f = f.parent_op()
+    return f
+
 
 def check_coverage(
     partials: Sequence[SSAValue], at: Operation, solver: Solver, index: ModuleIndex | None = None
 ) -> None:
-    """Raise SLICES_OVERLAP / SLICES_GAP when the contractions summed by the all-reduce at
-    ``at`` read slices of one weight that overlap on, leave out, or cannot be shown to cover
-    the contracted axis (see the module docstring). ``index``: the module's `ModuleIndex`,
-    when several all-reduces are checked."""
+    """Raise a `TpReject` (``slices-overlap``, ``slices-gap``, ``slices-misaligned``,
+    ``not-partial-sum``) when the all-reduce at ``at`` sums partials that break the rule of
+    the module docstring, in any call chain reaching it. ``index``: the module's
+    `ModuleIndex`, when several all-reduces are checked."""
     index = index or ModuleIndex(at.get_toplevel_object())
     contexts = _call_chains(at, index)
     if contexts is None:
@@ -461,53 +453,151 @@ def check_coverage(
             f"the all-reduce is reached by more than {_MAX_CONTEXTS} call chains: which "
             "slices its partials sum cannot be proven",
         )
+    tracer = index.tracer(at, solver)
     for calls in contexts:
-        _check(partials, at, solver, calls, index)
+        _check(partials, at, tracer, calls, index)
 
 
 def _check(
-    partials: Sequence[SSAValue], at: Operation, solver: Solver, calls: Calls, index: ModuleIndex
+    partials: Sequence[SSAValue], at: Operation, tracer: _Tracer, calls: Calls, index: ModuleIndex
 ) -> None:
-    held: dict[object, list[tuple[int, int, int]]] = {}  # (start, end, chip)
-    sizes: dict[object, int] = {}
-    names: dict[object, str] = {}
-    views = {partial_view(p, solver, at, calls) for p in partials}
+    claims: list[tuple[int, SSAValue, Claim | None]] = []
     for position, partial in enumerate(partials):
         # A ring fold adds its partials in a rotated order: name each by its own chip.
         owner = chip_of(partial.type)
         chip = position if owner is None else owner
         try:
-            cuts = list(contracted_slices(partial, solver, at, chip, calls))
-            if cuts and len(views) > 1:
-                raise Unproven(chip, "a slice of a contraction that other chips slice otherwise")
+            claims.append((chip, partial, claim(partial, tracer, chip, calls)))
         except Unproven as why:
+            raise why.reason.at(
+                at, f"the all-reduce sums chip {why.chip}'s partial {why.how}"
+            ) from None
+    made = [(c, p, k) for c, p, k in claims if k is not None]
+    if not made:
+        return
+    for c, p, k in claims:
+        if k is None:
             raise TpReject.SLICES_GAP.at(
                 at,
-                f"the all-reduce sums chip {why.chip}'s partial, which reads {why.how}: "
-                "which part of the contracted axis it sums cannot be proven",
-            ) from None
-        for cut in cuts:
+                f"the all-reduce sums chip {made[0][0]}'s partial, a sum over part of an axis, "
+                f"with chip {c}'s %{value_name(p)}, which is no such sum: which part of the "
+                "axis the all-reduce covers cannot be proven",
+            )
+    sums = [k for _, _, k in made if k is not None]
+    _same_loops(at, sums)
+    _check_shards(at, sums, index)
+    _check_cut(at, sums)
+    _same_pairing(at, sums)
+
+
+def _same_loops(at: Operation, sums: list[Claim]) -> None:
+    """Every chip sums over reduced loops of the same sizes (so rule 5 compares like with
+    like)."""
+    first = sums[0]
+    for other in sums[1:]:
+        if [a.full for a in other.loops] != [a.full for a in first.loops]:
+            raise TpReject.SLICES_GAP.at(
+                at,
+                f"the all-reduce sums chip {first.chip}'s and chip {other.chip}'s partials, "
+                "which sum over differently shaped axes: which part of the summed axis each "
+                "covers cannot be proven",
+            )
+
+
+def _same_pairing(at: Operation, sums: list[Claim]) -> None:
+    """Rule 4: every chip pairs its operands alike (the same shifts) and adds into the same
+    positions of the result."""
+    first = sums[0]
+    for other in sums[1:]:
+        if other.pairing != first.pairing:
+            raise TpReject.SLICES_MISALIGNED.at(
+                at,
+                f"the all-reduce sums chip {first.chip}'s and chip {other.chip}'s partials, "
+                "whose operands pair different positions of the summed axis (chip "
+                f"{first.chip} pairs {_pairs(first)}, chip {other.chip} {_pairs(other)}): "
+                "every chip must pair its operands alike",
+            )
+        if other.out != first.out:
+            axis = next(
+                (a for a, (x, y) in enumerate(zip(first.out, other.out, strict=False)) if x != y),
+                0,
+            )
+            theirs = other.out[axis] if axis < len(other.out) else UNKNOWN
+            raise TpReject.SLICES_MISALIGNED.at(
+                at,
+                f"the all-reduce sums partials holding different parts of its result: along "
+                f"axis {axis}, chip {first.chip}'s holds {_runs(first.out[axis])} and chip "
+                f"{other.chip}'s {_runs(theirs)}: every chip must add into the same elements",
+            )
+
+
+def _pairs(k: Claim) -> str:
+    """How a claim pairs its operands along its reduced loops: each operand's shift."""
+    return (
+        "; ".join(", ".join(f"{'+' if s >= 0 else ''}{s}" for _, s in loop) for loop in k.pairing)
+        or "nothing"
+    )
+
+
+def _check_shards(at: Operation, sums: list[Claim], index: ModuleIndex) -> None:
+    """Rule 6: each checkpoint tensor that every chip reads along the cut, as a slice of
+    the argument itself, is covered once (rule 5 holds the rest to their positions)."""
+    held: dict[object, set[tuple[int, int, int]]] = {}
+    readers: dict[object, set[int]] = {}
+    sizes: dict[object, int] = {}
+    names: dict[object, str] = {}
+    for k in sums:
+        for cut in k.shards:
             key = (_weight_key(cut.weight, index), cut.axis)
             sizes[key] = cut.size
             names[key] = f"axis {cut.axis} of %{value_name(cut.weight)}"
-            held.setdefault(key, []).extend((s, s + n, chip) for s, n in cut.ranges)
+            readers.setdefault(key, set()).add(k.chip)
+            # A chip reading one slice twice (a sum of squares) holds it once.
+            held.setdefault(key, set()).update((s, s + n, k.chip) for s, n in cut.ranges)
     for key, spans in held.items():
-        what = names[key]
-        spans.sort()
-        reach, reacher = 0, -1
-        for start, end, chip in spans:
-            if start < reach:
-                raise TpReject.SLICES_OVERLAP.at(
-                    at,
-                    f"the all-reduce sums contractions over {what}, and chips {reacher} and "
-                    f"{chip} both hold [{start}, {min(end, reach)}): each chip's partial must "
-                    "sum its own part of the contracted axis, or the sum counts it twice",
-                )
-            if start > reach:
-                raise _gap(at, what, reach, start)
-            reach, reacher = end, chip
-        if reach < sizes[key]:
-            raise _gap(at, what, reach, sizes[key])
+        if len(readers[key]) == len(sums):
+            _partition(at, names[key], sorted(spans), sizes[key])
+
+
+def _check_cut(at: Operation, sums: list[Claim]) -> None:
+    """Rule 5: one reduced loop cut, its parts disjoint and covering."""
+    cut = sorted({d for k in sums for d, axis in enumerate(k.loops) if not axis.is_whole()})
+    if len(cut) > 1:
+        raise TpReject.SLICES_GAP.at(
+            at,
+            "the all-reduce sums contractions cut along two summed axes: which parts of "
+            "their product each chip sums cannot be proven",
+        )
+    if not cut:
+        if len(sums) > 1 and sums[0].loops:
+            raise TpReject.SLICES_OVERLAP.at(
+                at,
+                f"the all-reduce sums {len(sums)} partials that each sum the whole of their "
+                f"summed axis (%{sums[0].names[0]}, {sums[0].loops[0].full} positions): the sum "
+                f"counts it {len(sums)} times",
+            )
+        return
+    d = cut[0]
+    spans = sorted({(s, s + n, k.chip) for k in sums for s, n in k.loops[d].runs})
+    what = f"the summed axis as %{sums[0].names[d]} holds it"
+    _partition(at, what, spans, sums[0].loops[d].full)
+
+
+def _partition(at: Operation, what: str, spans: list[tuple[int, int, int]], size: int) -> None:
+    reach, reacher = 0, -1
+    for start, end, chip in spans:
+        if start < reach:
+            raise TpReject.SLICES_OVERLAP.at(
+                at,
+                f"the all-reduce sums contractions over {what}, and chips {reacher} and "
+                f"{chip} both hold [{start}, {min(end, reach)}): each chip's partial must "
+                "sum its own part of the contracted axis, or the sum counts it twice",
+            )
+        if start > reach:
+            raise _gap(at, what, reach, start)
+        reach, reacher = end, chip
+    if reach < size:
+        raise _gap(at, what, reach, size)
 
 
 def _gap(at: Operation, what: str, start: int, end: int) -> Exception:
@@ -529,11 +619,10 @@ def _weight_key(weight: SSAValue, index: ModuleIndex) -> object:
 def _call_chains(at: Operation, index: ModuleIndex) -> list[Calls] | None:
     """Every chain of calls from an uncalled function into the function holding ``at``
     (one empty chain when nothing calls it); None beyond _MAX_CONTEXTS."""
-    f = at.parent_op()
-    while f is not None and not isinstance(f, func.FuncOp):
-        f = f.parent_op()
+    f = _function_of(at)
     if f is None:
         return [()]
+    assert isinstance(f, func.FuncOp)
     callers = index.callers
     chains: list[Calls] = []
 
@@ -544,11 +633,10 @@ def _call_chains(at: Operation, index: ModuleIndex) -> list[Calls] | None:
             chains.append(suffix)
             return True
         for call in callers[fn]:
-            caller = call.parent_op()
-            while caller is not None and not isinstance(caller, func.FuncOp):
-                caller = caller.parent_op()
+            caller = _function_of(call)
             if caller is None or caller in active:
                 continue  # recursion is refused elsewhere (opaque-call)
+            assert isinstance(caller, func.FuncOp)
             if not up(caller, ((call, fn), *suffix), active | {caller}):
                 return False
         return True

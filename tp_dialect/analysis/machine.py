@@ -16,6 +16,8 @@ import math
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
+from tp_dialect.nesting import json_too_deep
+
 
 class MachineError(ValueError):
     """A machine description that cannot be used, with the reason."""
@@ -102,8 +104,12 @@ def machine_from(spec: str) -> Machine:
             f"no machine '{spec}': name a preset ({', '.join(MACHINES)}) or a JSON file"
         )
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as err:
+        text = path.read_text()
+        deep = json_too_deep(text)
+        if deep is not None:
+            raise MachineError(f"machine file '{spec}' is {deep}: it holds one JSON object")
+        data = json.loads(text)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
         raise MachineError(f"cannot read machine file '{spec}': {err}") from None
     if not isinstance(data, dict):
         raise MachineError(f"machine file '{spec}' must hold a JSON object")

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from tp_dialect.nesting import json_too_deep
+
 STYLES = (
     "colwise",
     "rowwise",
@@ -165,8 +167,22 @@ def _read(path: Path) -> str:
 def parse_plan(text: str, source: str = "<plan>") -> TpPlan:
     """The plan in ``text``: a JSON object of pattern -> style (or entry object); a model
     config's ``{"base_model_tp_plan": {...}}`` is read through."""
+    deep = json_too_deep(text)
+    if deep is not None:
+        raise PlanError(f"{source}: {deep}: a plan is an object of pattern -> style")
+
+    def unique(pairs: list[tuple[str, object]]) -> dict[str, object]:
+        # JSON keeps the last of two equal keys; a plan's first matching entry wins: two
+        # entries for one pattern are refused rather than one silently dropped.
+        seen: dict[str, object] = {}
+        for key, value in pairs:
+            if key in seen:
+                raise PlanError(f"{source}: '{key}' is given twice: state each pattern once")
+            seen[key] = value
+        return seen
+
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=unique)
     except (json.JSONDecodeError, RecursionError) as err:
         raise PlanError(f"{source}: not JSON: {err}") from None
     if isinstance(data, dict) and isinstance(data.get("base_model_tp_plan"), dict):

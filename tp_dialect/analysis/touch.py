@@ -6,7 +6,7 @@ after, which is how carried state orders the sections that read and write it —
 chip holding it. Host values (function arguments) and constants are held by every chip that
 reads them and cross nothing (`reads_where` leaves them out unless asked), but their reads are
 touched all the same: a cache passed in as a function argument is storage too, and its
-in-place writer must wait for every earlier reader (DESIGN §3a).
+in-place writer must wait for every earlier reader (docs/design.md §3, carried state).
 
 A transfer reads its tensor's storage on the source chip and *copies* it onto the destination
 chip: it writes no storage (the tensor is unchanged), so it orders only against the writer of

@@ -11,8 +11,9 @@ Analyses that must give the same answer at every stage (the manifest, the host l
 through these three, so a new wrapper needs teaching here only.
 
 An outlined program adds calls (``@decode`` calls ``@layer`` once a layer): `walk_calls`
-visits what one run executes, each callee once per call, and `origin_through` follows a
-value out of the callees into the outermost caller's terms.
+visits what one run executes, each callee once per call (`count_run` counts it, each
+callee counted once), and `origin_through` follows a value out of the callees into the
+outermost caller's terms.
 """
 
 from __future__ import annotations
@@ -158,6 +159,26 @@ def _walk_calls(
         yield op, calls
         if isinstance(op, CallOp) and (f := callee(op)) is not None and f not in active:
             yield from _walk_calls(f, (*calls, op), (*active, f))
+
+
+def count_run(op: Operation, kind: type[Operation]) -> int:
+    """How many ``kind`` ops one run of ``op`` executes: those inside it (``op`` included),
+    and for each ``func.call`` to a function `callee` can follow, that function's count,
+    once per call — `walk_calls`' ops counted, each callee's count taken once. A recursive
+    call is not followed."""
+    counted: dict[FuncOp, int] = {}
+
+    def count(root: Operation, active: tuple[Operation, ...]) -> int:
+        n = 0
+        for inner in root.walk():
+            n += isinstance(inner, kind)
+            if isinstance(inner, CallOp) and (f := callee(inner)) is not None and f not in active:
+                if f not in counted:
+                    counted[f] = count(f, (*active, f))
+                n += counted[f]
+        return n
+
+    return count(op, (op,))
 
 
 def origin_through(value: SSAValue, calls: Calls) -> SSAValue:

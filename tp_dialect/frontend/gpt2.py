@@ -36,6 +36,7 @@ from tp_dialect.frontend.blocks import (
     residual,
     split_cols,
 )
+from tp_dialect.frontend.bounds import check_config
 from tp_dialect.frontend.emitter import Emitter, TensorT, Value, chip_hint
 from tp_dialect.frontend.family import Family
 from tp_dialect.frontend.outline import LayerFunction, call_layer
@@ -88,12 +89,12 @@ class GPT2Config:
         return self.hidden // self.heads
 
     def check(self) -> None:
-        """Refuse, naming the reason, what cannot be generated."""
+        """Refuse, naming the reason, what cannot be generated: beyond tp-gen's bounds
+        (`tp_dialect.frontend.bounds`), or heads not dividing hidden."""
         if self.family != "gpt2":
             raise GenError(f"a GPT-2 config's family is 'gpt2', got '{self.family}'")
-        for name in ("hidden", "heads", "intermediate", "layers", "batch", "max_positions"):
-            if getattr(self, name) <= 0:
-                raise GenError(f"{name} must be positive, got {getattr(self, name)}")
+        sizes = ("hidden", "heads", "intermediate", "layers", "batch", "max_positions")
+        check_config({name: getattr(self, name) for name in sizes}, lambda: tensor_shapes(self))
         if self.hidden % self.heads:
             raise GenError(
                 f"heads ({self.heads}) must divide hidden ({self.hidden}): "
@@ -134,6 +135,21 @@ def weight_names(cfg: GPT2Config, layer: int) -> dict[str, tuple[int, ...]]:
         p + "mlp.c_fc.bias": (i,),
         p + "mlp.c_proj.weight": (i, h),
         p + "mlp.c_proj.bias": (h,),
+    }
+
+
+def tensor_shapes(cfg: GPT2Config) -> dict[str, tuple[int, ...]]:
+    """Shapes no tensor of ``cfg``'s decode step outgrows (`tp_dialect.frontend.bounds`
+    holds each to the byte bound): a layer's weights and cache, the widest activations and
+    attention's scores, unsharded (a chip's slice is smaller); a test generates programs to
+    check that none of their tensors holds more elements than the largest listed."""
+    b, h, n, m = cfg.batch, cfg.hidden, cfg.heads, cfg.max_positions
+    return {
+        **weight_names(cfg, 0),
+        "past_key.0": (b, n, m, h // n),
+        "qkv": (b, 3 * h),
+        "scores": (b, n, m),  # [batch, heads, 1, positions]
+        "mlp": (b, cfg.intermediate),
     }
 
 

@@ -31,6 +31,7 @@ from tp_dialect.frontend.blocks import (
     residual,
     split_cols,
 )
+from tp_dialect.frontend.bounds import check_config
 from tp_dialect.frontend.emitter import TensorT, Value, chip_hint, slice_text
 from tp_dialect.frontend.family import Family
 from tp_dialect.frontend.outline import LayerFunction, call_layer
@@ -56,6 +57,19 @@ PRESETS: dict[str, dict[str, int | float]] = {
     ),
 }
 
+
+# Every size a config states, in the order its refusals are checked.
+_SIZES = (
+    "hidden",
+    "heads",
+    "kv_heads",
+    "head_dim",
+    "intermediate",
+    "layers",
+    "chips",
+    "batch",
+    "max_positions",
+)
 
 # The runtime knows no model: the program states each argument's role, decided here.
 QWEN3 = Family(
@@ -89,25 +103,19 @@ class Qwen3Config:
 
     @classmethod
     def preset(cls, name: str, **overrides: int | float | str | bool) -> Qwen3Config:
+        """The preset ``name`` with ``overrides``; GenError for an unknown preset."""
         if name not in PRESETS:
             raise GenError(f"unknown preset '{name}' (known: {', '.join(PRESETS)})")
         return cls(**{**PRESETS[name], **overrides})  # type: ignore[arg-type]
 
     def check(self) -> None:
-        """Refuse, naming the reason, what cannot be generated or split."""
-        for name in (
-            "hidden",
-            "heads",
-            "kv_heads",
-            "head_dim",
-            "intermediate",
-            "layers",
-            "chips",
-            "batch",
-            "max_positions",
-        ):
-            if getattr(self, name) <= 0:
-                raise GenError(f"{name} must be positive, got {getattr(self, name)}")
+        """Refuse, naming the reason, what cannot be generated or split: beyond tp-gen's
+        bounds (`tp_dialect.frontend.bounds`), or not a Qwen3 split."""
+        check_config(
+            {name: getattr(self, name) for name in _SIZES},
+            lambda: tensor_shapes(self),
+            lambda: {"the RoPE table 'inv_freq' (head_dim / 2 values)": self.head_dim // 2},
+        )
         if self.heads % self.kv_heads:
             raise GenError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
         if self.head_dim % 2:
@@ -165,6 +173,23 @@ def weight_names(cfg: Qwen3Config, layer: int) -> dict[str, tuple[int, ...]]:
         names[p + "mlp.up_proj.weight"] = (i, h)
     names[p + "mlp.down_proj.weight"] = (h, i)
     return names
+
+
+def tensor_shapes(cfg: Qwen3Config) -> dict[str, tuple[int, ...]]:
+    """Shapes no tensor of ``cfg``'s decode step outgrows (`tp_dialect.frontend.bounds`
+    holds each to the byte bound): a layer's weights and cache, the widest activations and
+    attention's scores, unsharded (a chip's slice is smaller); a test generates programs to
+    check that none of their tensors holds more elements than the largest listed."""
+    b, h, d, m = cfg.batch, cfg.hidden, cfg.head_dim, cfg.max_positions
+    q, kv, i = cfg.heads, cfg.kv_heads, cfg.intermediate
+    return {
+        **weight_names(cfg, 0),
+        "past_key.0": (b, kv, m, d),
+        "hidden_states": (b, h),
+        "qkv": (b, (q + 2 * kv if cfg.fused_qkv else q) * d),
+        "scores": (b, q, m),  # [batch, kv_heads, group, positions]
+        "gate_up": (b, 2 * i if cfg.fused_gate_up else i),
+    }
 
 
 def generate(cfg: Qwen3Config, outline: bool = False) -> str:

@@ -14,7 +14,9 @@ the program states (`tp_dialect.signature`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import os
+import stat
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -28,6 +30,7 @@ from tp_dialect.analysis.values import uses_through_programs
 from tp_dialect.ops import ShardOp
 from tp_dialect.program_ops import ChipProgramOp
 from tp_dialect.runtime.arrays import slice_of
+from tp_dialect.runtime.missing import instead
 from tp_dialect.runtime.progress import tick
 from tp_dialect.signature import BindError, Port, entry_function, ports
 
@@ -42,6 +45,8 @@ class TensorSource(Protocol):
     def whole(self, name: str) -> np.ndarray: ...
 
     def ranges(self, name: str, axis: int, ranges: Iterable[tuple[int, int]]) -> np.ndarray: ...
+
+    def names(self) -> Collection[str]: ...
 
 
 @dataclass
@@ -63,6 +68,9 @@ class MemorySource:
     def ranges(self, name: str, axis: int, ranges: Iterable[tuple[int, int]]) -> np.ndarray:
         return slice_of(np.asarray(self.tensors[name]), axis, list(ranges))
 
+    def names(self) -> Collection[str]:
+        return self.tensors.keys()
+
 
 class SafetensorsSource:
     """Tensors of a ``.safetensors`` checkpoint, read lazily (a slice reads only its rows)."""
@@ -73,9 +81,19 @@ class SafetensorsSource:
         import tp_dialect.dtypes  # noqa: F401 - registers bfloat16 with numpy via ml_dtypes
 
         try:
+            mode = os.stat(path).st_mode
+        except OSError as err:
+            raise BindError(f"cannot open checkpoint '{path}': {err.strerror}") from None
+        if not stat.S_ISREG(mode):  # safetensors maps the file: a directory says ENODEV
+            what = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+            raise BindError(f"cannot open checkpoint '{path}': {what}; give a .safetensors file")
+        try:
             self._file = safe_open(str(path), framework="numpy")
         except Exception as err:  # safetensors raises its own error types
-            raise BindError(f"cannot open checkpoint '{path}': {err}") from None
+            text = str(err)
+            if text.startswith(_BAD_HEADER):
+                text = f"not a safetensors file ({text[len(_BAD_HEADER) :].strip()})"
+            raise BindError(f"cannot open checkpoint '{path}': {text}") from None
         self._keys = set(self._file.keys())
 
     def shape(self, name: str) -> tuple[int, ...] | None:
@@ -100,6 +118,13 @@ class SafetensorsSource:
         parts = [view[(slice(None),) * axis + (slice(s, s + n),)] for s, n in ranges]
         tick(loaded=sum(p.nbytes for p in parts))
         return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=axis)
+
+    def names(self) -> Collection[str]:
+        return self._keys
+
+
+# How safetensors begins the error for a file whose header it cannot read.
+_BAD_HEADER = "Error while deserializing header:"
 
 
 # safetensors' dtype names (its header's ``dtype``) as numpy dtypes (bf16 via ml_dtypes).
@@ -170,7 +195,7 @@ def place_weights(
         if inputs is None:
             if port.role != "weight":
                 continue
-            _check_shape(port, None if key is None else source.shape(key))
+            _check_shape(port, source, None if key is None else source.shape(key))
         else:
             given = port.key_in(inputs)
             if given is not None:
@@ -178,8 +203,8 @@ def place_weights(
                 placement.values[port.name] = inputs[given]
                 continue
             if key is None:
-                raise BindError(_nowhere(port))
-            _check_shape(port, source.shape(key))
+                raise BindError(_nowhere(port, source, inputs))
+            _check_shape(port, source, source.shape(key))
         assert key is not None
         loads = [loads_by_op[op] for op in readers if isinstance(op, ShardOp) and op in loads_by_op]
         if loads and len(loads) == len(readers):
@@ -231,12 +256,26 @@ def describe_port(port: Port) -> str:
     return f"{port.dtype} of shape {list(port.shape)}" if port.shape else port.dtype
 
 
-def _nowhere(port: Port) -> str:
-    """The error for ``port`` found in neither file, naming first where its role says it lives."""
-    expected = f"'{port.name}' (expected {describe_port(port)})"
+def _looked_for(port: Port) -> str:
+    """The names ``port`` was looked up by, and what it expects: ``'x' or 'arg0' (expected
+    f32 of shape [2, 3])``."""
+    alias = f" or '{port.alias}'" if port.alias else ""
+    return f"'{port.name}'{alias} (expected {describe_port(port)})"
+
+
+def _nowhere(port: Port, source: TensorSource, inputs: Mapping[str, Any]) -> str:
+    """The error for ``port`` found in neither file, naming first where its role says it
+    lives, then what that file holds instead (the other file's names if it holds none)."""
+    files = [(source.names(), "the checkpoint"), (inputs.keys(), "the inputs")]
     if port.role == "weight":
-        return f"checkpoint has no tensor {expected}, nor do the inputs"
-    return f"the inputs have no tensor {expected}, nor does the checkpoint"
+        said = f"checkpoint has no tensor {_looked_for(port)}, nor do the inputs"
+    else:
+        said = f"the inputs have no tensor {_looked_for(port)}, nor does the checkpoint"
+        files.reverse()
+    for names, what in files:
+        if names:
+            return f"{said}; {instead(port.name, names, what)}"
+    return said
 
 
 def _check_both(port: Port, source: TensorSource, key: str | None, given: tuple[int, ...]) -> None:
@@ -250,9 +289,11 @@ def _check_both(port: Port, source: TensorSource, key: str | None, given: tuple[
         )
 
 
-def _check_shape(port: Port, found: tuple[int, ...] | None) -> None:
+def _check_shape(port: Port, source: TensorSource, found: tuple[int, ...] | None) -> None:
     if found is None:
-        raise BindError(f"checkpoint has no tensor '{port.name}' (expected {describe_port(port)})")
+        raise BindError(
+            f"checkpoint has no tensor {_looked_for(port)}; {instead(port.name, source.names())}"
+        )
     if found != port.shape:
         raise BindError(
             f"checkpoint tensor '{port.name}': expected shape {list(port.shape)}, "
@@ -367,9 +408,24 @@ def random_inputs(module: ModuleOp, seed: int, position: int) -> dict[str, np.nd
     """Random per-step values for every input and cache argument of ``module`` (by role): an
     integer input is the step's ``position``; a float input ~ N(0, 1); a cache holds
     N(0, 1) entries below ``position`` along its sequence axis and zeros from there on (all
-    zeros when it states no axis). Raises BindError when ``position`` is beyond a cache."""
-    rng = np.random.default_rng(seed)
+    zeros when it states no axis). Raises BindError, before making anything, when
+    ``position`` is beyond a cache or does not fit an integer input's dtype."""
     ins, _ = ports(entry_function(module))
+    for port in ins:  # every refusal before anything is made
+        axis = port.cache_axis if port.role == "cache" else None
+        if axis is not None and position >= port.shape[axis]:
+            raise BindError(
+                f"position {position} is beyond the cache's {port.shape[axis]} "
+                f"positions (0..{port.shape[axis] - 1})"
+            )
+        if port.role == "input" and port.numpy_dtype.kind in "iu":
+            top = int(np.iinfo(port.numpy_dtype).max)
+            if not 0 <= position <= top:
+                raise BindError(
+                    f"position {position} does not fit argument '{port.name}' "
+                    f"({port.dtype}: 0..{top})"
+                )
+    rng = np.random.default_rng(seed)
     out: dict[str, np.ndarray] = {}
     for port in ins:
         if port.role == "input":
@@ -381,11 +437,6 @@ def random_inputs(module: ModuleOp, seed: int, position: int) -> dict[str, np.nd
             cache = np.zeros(port.shape, port.numpy_dtype)
             axis = port.cache_axis
             if axis is not None:
-                if position >= port.shape[axis]:
-                    raise BindError(
-                        f"position {position} is beyond the cache's {port.shape[axis]} "
-                        f"positions (0..{port.shape[axis] - 1})"
-                    )
                 filled = (*port.shape[:axis], position, *port.shape[axis + 1 :])
                 cache[(slice(None),) * axis + (slice(0, position),)] = rng.standard_normal(filled)
             out[port.name] = cache

@@ -44,7 +44,10 @@ from xdsl.ir import Attribute, BlockArgument
 from tp_dialect.analysis.chip_calls import expanded_name, flat_copy, has_chip_calls, program_links
 from tp_dialect.analysis.programs import check_programs, relay_steps
 from tp_dialect.analysis.relay import Copy
+from tp_dialect.analysis.values import count_run
 from tp_dialect.dtypes import numpy_dtype
+from tp_dialect.grid import CHIPS_ATTR, stated_chips
+from tp_dialect.passes.preconditions import MAX_LOWERED_CHIPS
 from tp_dialect.program_ops import ChipProgramOp
 from tp_dialect.runtime.checkpoint import TensorSource, place_weights
 from tp_dialect.signature import entry_function, ports
@@ -138,18 +141,37 @@ class MpiRun:
     stats: list[RankStats]
 
 
+def program_chips(module: ModuleOp) -> int:
+    """The chips ``module`` runs on, one rank each: as many as its per-chip programs
+    (numbered 0..N-1), or, before it is split into them, the chip count it states, which the
+    lowering gives a program each (at most `MAX_LOWERED_CHIPS`). Reads no weights; raises
+    MpiError when there is nothing to run on ranks."""
+    chips = _programs(module)
+    if chips:
+        return len(chips)
+    n = stated_chips(module)
+    if n is None:
+        raise MpiError(
+            f"the program states no chip count (module attributes {{{CHIPS_ATTR} = N : i64}}): "
+            "MPI runs one rank per chip"
+        )
+    if n > MAX_LOWERED_CHIPS:
+        raise MpiError(
+            f"the program states {CHIPS_ATTR} = {n}: it is lowered to per-chip programs, one "
+            f"a rank, for at most {MAX_LOWERED_CHIPS} chips"
+        )
+    return n
+
+
 def check_world(module: ModuleOp, size: int, relay: str) -> int:
     """The number of chips of ``module``'s per-chip programs, once a world of ``size`` ranks
     fits them (one per chip, plus the host for ``relay="host"``); raises MpiError
     otherwise (alike on every rank), before anything is loaded."""
     if relay not in RELAYS:
         raise MpiError(f"unknown relay '{relay}' (one of {', '.join(RELAYS)})")
-    func = entry_function(module)
-    chips = sorted(op.chip_index for op in func.body.block.ops if isinstance(op, ChipProgramOp))
+    chips = _programs(module)
     if not chips:
         raise MpiError("the program has no per-chip programs to run on ranks")
-    if chips != list(range(len(chips))):
-        raise MpiError(f"the programs' chips {chips} are not 0..{len(chips) - 1}")
     want = len(chips) + (relay == "host")
     if size != want:
         host = " plus the host rank (--relay host)" if relay == "host" else ""
@@ -160,18 +182,27 @@ def check_world(module: ModuleOp, size: int, relay: str) -> int:
     return len(chips)
 
 
+def _programs(module: ModuleOp) -> list[int]:
+    """The chips of ``module``'s per-chip programs, in order (none before it is split);
+    MpiError when they are not 0..N-1."""
+    func = entry_function(module)
+    chips = sorted(op.chip_index for op in func.body.block.ops if isinstance(op, ChipProgramOp))
+    if chips != list(range(len(chips))):
+        raise MpiError(f"the programs' chips {chips} are not 0..{len(chips) - 1}")
+    return chips
+
+
 def linalg_ops(module: ModuleOp, rank: int) -> int:
     """How many ``linalg.generic`` ops rank ``rank`` runs in its step: those of chip
-    ``rank``'s program, and on rank 0 also the host's statements' (a rank past the last chip,
-    the host of ``relay="host"``, runs none) — what its progress counts up to."""
+    ``rank``'s program (each per-chip function it calls once per call), and on rank 0 also the
+    host's statements' (a rank past the last chip, the host of ``relay="host"``, runs none) —
+    what its progress counts up to."""
     func = entry_function(module)
     count = 0
     for op in func.body.block.ops:
-        if isinstance(op, ChipProgramOp):
-            if op.chip_index == rank:
-                count += sum(isinstance(inner, GenericOp) for inner in op.walk())
-        elif rank == 0:
-            count += sum(isinstance(inner, GenericOp) for inner in op.walk())
+        chip = op.chip_index if isinstance(op, ChipProgramOp) else 0  # the host's: rank 0
+        if chip == rank:
+            count += count_run(op, GenericOp)  # a per-chip function once per call
     return count
 
 

@@ -2,7 +2,7 @@
 
 Tensors are numpy arrays and scalars numpy scalars, so the same arith/math impls serve a
 scalar statement and a ``linalg.generic`` body evaluated on whole arrays. tp's source ops
-mean what DESIGN §2 says: ``tp.shard`` cuts a slice (or returns the one the host already
+mean what docs/design.md §2 says: ``tp.shard`` cuts a slice (or returns the one the host already
 placed on the chip), ``tp.unshard`` stores the chips' slices back, ``tp.allreduce`` is the
 left fold of its partials in chip order.
 

@@ -4,8 +4,9 @@ Invariant: nothing is drawn unless the user's terminal shows it (the stream draw
 terminal, or ``$TP_PROGRESS=1`` asks for it) and the work has already taken ``after``
 seconds (2 by default, ``$TP_PROGRESS_AFTER``): a short run, a pipe or a file sees no
 progress at all. Then one line is rewritten in place (``\\r``) at most every ``every``
-seconds — bytes read from the checkpoint, linalg ops run of the program's total — and ended
-(single process) or cleared (MPI) when the work is done. The loader and the interpreter
+seconds — bytes read from the checkpoint, linalg ops run of the program's total, or what
+tp-opt is doing (`Progress.say`) — and ended (single process) or cleared (MPI, tp-opt) when
+the work is done. The loader and the interpreter
 report through `tick` to whatever is active in this context; with none active, `tick` does
 nothing.
 
@@ -85,12 +86,19 @@ class Progress:
         self.ran = 0
         self.shown = False
         self.line = ""
+        self.text = ""  # what `say` said last: drawn in place of the counters
 
     def tick(self, loaded: int = 0, ran: int = 0) -> None:
         """Count ``loaded`` bytes read and ``ran`` ops run; redraw the line if it is time."""
         self.loaded += loaded
         self.ran += ran
         self.draw()
+
+    def say(self, text: str, force: bool = False) -> None:
+        """Show ``label: text`` in place of the counters (for work that is not bytes and
+        ops: tp-opt's parsing and passes); redraw if it is time (``force``: as `set`)."""
+        self.text = text
+        self.draw(force)
 
     def set(self, loaded: int, ran: int, total_ops: int, force: bool = False) -> None:
         """Take the counters as given (summed elsewhere); redraw if it is time (``force``:
@@ -110,6 +118,8 @@ class Progress:
         line = f"{self.label}: {self.loaded / 1e9:.2f} GB loaded"
         if self.ran:
             line += f", {self.ran}/{self.total_ops or '?'} linalg ops run"
+        if self.text:
+            line = f"{self.label}: {self.text}"
         if line == self.line:
             return  # nothing new to say
         self.line = line
