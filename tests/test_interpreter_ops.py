@@ -117,8 +117,11 @@ builtin.module attributes {tp.chips = 2 : i64} {
     %w1 = tp.shard %wa at #tp.slice<axis = 0, ranges = [(4, 4)], full = [8, 8]> : tensor<8x8xf32> -> tensor<4x8xf32, #tp.chip<1>>
     %x0 = tp.shard %x at #tp.slice<axis = 1, ranges = [(0, 4)], full = [2, 8]> : tensor<2x8xf32> -> tensor<2x4xf32, #tp.chip<0>>
     %x1 = tp.shard %x at #tp.slice<axis = 1, ranges = [(4, 4)], full = [2, 8]> : tensor<2x8xf32> -> tensor<2x4xf32, #tp.chip<1>>
-    %e0 = tensor.empty() : tensor<2x8xf32, #tp.chip<0>>
-    %e1 = tensor.empty() : tensor<2x8xf32, #tp.chip<1>>
+    %zero = arith.constant 0.0 : f32
+    %u0 = tensor.empty() : tensor<2x8xf32, #tp.chip<0>>
+    %u1 = tensor.empty() : tensor<2x8xf32, #tp.chip<1>>
+    %e0 = linalg.fill ins(%zero : f32) outs(%u0 : tensor<2x8xf32, #tp.chip<0>>) -> tensor<2x8xf32, #tp.chip<0>>
+    %e1 = linalg.fill ins(%zero : f32) outs(%u1 : tensor<2x8xf32, #tp.chip<1>>) -> tensor<2x8xf32, #tp.chip<1>>
     %p0 = linalg.matmul ins(%x0, %w0 : tensor<2x4xf32, #tp.chip<0>>, tensor<4x8xf32, #tp.chip<0>>) outs(%e0 : tensor<2x8xf32, #tp.chip<0>>) -> tensor<2x8xf32, #tp.chip<0>>
     %p1 = linalg.matmul ins(%x1, %w1 : tensor<2x4xf32, #tp.chip<1>>, tensor<4x8xf32, #tp.chip<1>>) outs(%e1 : tensor<2x8xf32, #tp.chip<1>>) -> tensor<2x8xf32, #tp.chip<1>>
     %s = tp.allreduce %p0, %p1 : tensor<2x8xf32, #tp.chip<0>>, tensor<2x8xf32, #tp.chip<1>> -> tensor<2x8xf32>

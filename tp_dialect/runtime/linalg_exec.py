@@ -53,7 +53,7 @@ from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import InterpretationError
 
 from tp_dialect.dtypes import numpy_dtype
-from tp_dialect.linalg_kinds import contraction
+from tp_dialect.linalg_kinds import contraction, loop_maps
 from tp_dialect.runtime.int_ops import element_type
 from tp_dialect.runtime.scalar_ops import Kernel, kernel_for
 
@@ -65,16 +65,6 @@ _REDUCERS: dict[type[Operation], np.ufunc] = {
     arith.MinimumfOp: np.minimum,
     arith.MulfOp: np.multiply,
 }
-
-
-def maps_of(op: Structured) -> list[AffineMap]:
-    """The indexing map of each operand of ``op`` (ins, then outs)."""
-    if isinstance(op, linalg.ReduceOp):
-        rank = len(op.input.type.get_shape())  # type: ignore[attr-defined]
-        reduced = set(op.dimensions.get_values())
-        kept = tuple(AffineDimExpr(d) for d in range(rank) if d not in reduced)
-        return [AffineMap.identity(rank), AffineMap(rank, 0, kept)]
-    return [m.data for m in op.get_indexing_maps().data]
 
 
 def _ins_outs(op: Structured) -> tuple[int, int]:
@@ -285,7 +275,7 @@ def _body_block(op: Structured) -> Block:
 
 
 def _make_plan(op: Structured) -> _Plan:
-    maps = maps_of(op)
+    maps = list(loop_maps(op) or ())
     n_in, n_out = _ins_outs(op)
     rank = maps[0].num_dims if maps else 0
     out_dims = []
