@@ -58,7 +58,7 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.rewriter import Rewriter
-from xdsl.traits import IsolatedFromAbove, IsTerminator
+from xdsl.traits import IsolatedFromAbove, IsTerminator, SymbolTable
 
 from tp_dialect.analysis.coverage import claim_of, contracted_slices
 from tp_dialect.analysis.folds import Fold, find_folds
@@ -469,12 +469,18 @@ def overlap_slices(module: ModuleOp, rng: random.Random) -> str | None:
 
 
 def _read_by_the_spine(value: SSAValue, prov: Provenance) -> bool:
-    """Whether an op computing a spine value reads ``value`` (into chip programs too): an
-    argument read only by one chip's work, moved onto that chip, leaks nothing."""
+    """Whether an op computing a spine value reads ``value`` (into chip programs and callees
+    too): an argument read only by one chip's work, moved onto that chip, leaks nothing."""
     for use in value.uses:
         user = use.operation
         if isinstance(user, ChipProgramOp):
             if _read_by_the_spine(user.body.block.args[use.index], prov):
+                return True
+        elif isinstance(user, func.CallOp):
+            callee = SymbolTable.lookup_symbol(user, user.callee)
+            if not isinstance(callee, func.FuncOp) or not callee.body.blocks:
+                return True
+            if _read_by_the_spine(callee.body.block.args[use.index], prov):
                 return True
         elif any(prov.placement(r).spine for r in user.results):
             return True

@@ -183,9 +183,13 @@ def test_run_warns_on_a_missing_or_stale_certificate(layer, tmp_path) -> None:
     assert tool("tp-opt", out, "--tp-verify", "-o", verified).returncode == 0
     proc = tool("tp-run", verified, "--random-weights", 1, "--random-inputs", 1)
     assert proc.returncode == 0 and "warning" not in proc.stderr
-    # Relocation moves work onto chips: the certificate is dropped ...
+    # Relocation moves work onto chips: a certified program is checked again and stays
+    # certified, an uncertified one stays without ...
     relocated = tmp_path / "relocated.mlir"
     assert tool("tp-opt", verified, "--tp-relocate", "-o", relocated).returncode == 0
+    proc = tool("tp-run", relocated, "--random-weights", 1, "--random-inputs", 1)
+    assert proc.returncode == 0 and "warning" not in proc.stderr
+    assert tool("tp-opt", out, "--tp-relocate", "-o", relocated).returncode == 0
     assert (
         "carries no shard-obligation certificate"
         in tool("tp-run", relocated, "--random-weights", 1, "--random-inputs", 1).stderr

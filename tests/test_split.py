@@ -260,7 +260,7 @@ def test_a_column_bias_is_certified_only_where_it_matches_the_row_split(tmp_path
     bad = good.replace(c0, "@@").replace(c1, c0).replace("@@", c1)
     with pytest.raises(
         TpDiagnostic,
-        match=r"holding \[\(2, 2\)\] of the summed axis where the "
-        r"weight's holds \[\(0, 2\)\].*\[slices-gap\]",
+        match=r"paired differently on the way \(chip 0 shifts \+2 of 4, chip 1 -2 of 4\)"
+        r".*\[slices-misaligned\]",
     ):
         TpVerify().apply(tp_context(), parse_module(tp_context(), bad, "<bad>")[0])

@@ -51,6 +51,7 @@ from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.grid import CHIPS_ATTR, check_chip_indices, chips_problem
 from tp_dialect.nesting import MAX_NESTING, MLIR, deepest, first_too_deep
+from tp_dialect.op_guards import early_guard, late_guard
 from tp_dialect.ssa import check_dominance
 from tp_dialect.tools.common import LocatedError, UserError
 
@@ -390,7 +391,8 @@ def upstream_guard(op: Operation) -> str | None:
     (xDSL's printer indexes the values with the marks: an IndexError). A
     ``linalg.transpose`` needs one input and one output, and a permutation of exactly
     0..rank-1 (xDSL indexes the shape with it: an IndexError beyond the rank, and a negative
-    entry silently read from the end)."""
+    entry silently read from the end). And tp's own checks xDSL would crash on
+    (`tp_dialect.op_guards.early_guard`: linalg.reduce/broadcast dimensions)."""
     for prop, attr in op.properties.items():
         if prop.startswith("static_") and isinstance(attr, DenseArrayBase):
             name = prop.removeprefix("static_")  # its values: ``sizes``, ``dynamic_sizes``
@@ -418,7 +420,7 @@ def upstream_guard(op: Operation) -> str | None:
                     f"'linalg.transpose' permutation {perm} is not a permutation of "
                     f"0..{rank - 1} (its input has rank {rank})"
                 )
-    return None
+    return early_guard(op)
 
 
 def _ends_function_wrongly(op: Operation) -> bool:
@@ -463,8 +465,9 @@ def _innermost_failure(root: Operation) -> tuple[Operation, Exception]:
 
 
 def verify_located(module: ModuleOp) -> None:
-    """Verify ``module`` — every op's verifier, SSA dominance and chip indices — or raise
-    a TpDiagnostic at the op that fails, never anything else: an op xDSL's verifier would
+    """Verify ``module`` — every op's verifier, tp's checks of what xDSL lets through
+    (`tp_dialect.op_guards.late_guard`), SSA dominance and chip indices — or raise a
+    TpDiagnostic at the op that fails, never anything else: an op xDSL's verifier would
     crash on (`upstream_guard`, or any exception but a diagnostic) is named as malformed."""
     functions: list[FuncOp] = []
     for op in module.walk():  # one walk: the guards, and the functions to look at after
@@ -484,7 +487,10 @@ def verify_located(module: ModuleOp) -> None:
         # xDSL's verifier crashed on it: the op is malformed
         why = f"'{op.name}' is malformed: xDSL's verifier fails on it ({described(err)})"
         raise TpDiagnostic(op, why) from None
-    for func in functions:  # once every op's own verifier has had its say
+    for op in module.walk():  # once every op's own verifier has had its say: tp's checks
+        if (why := late_guard(op)) is not None:
+            raise TpDiagnostic(op, why)
+    for func in functions:
         for block in func.body.blocks:
             last = block.last_op
             if last is not None and _ends_function_wrongly(last):

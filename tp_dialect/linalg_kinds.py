@@ -80,9 +80,8 @@ def domain_size(op: linalg.GenericOp) -> int:
 
 def reduction_axes(op: linalg.GenericOp) -> tuple[int, ...]:
     """The loops of ``op`` whose iterator type is ``reduction``, ascending."""
-    return tuple(
-        i for i, it in enumerate(op.iterator_types.data) if it.data == IteratorType.REDUCTION
-    )
+    iterators = op.get_iterator_types().data  # a named op states them by its kind
+    return tuple(i for i, it in enumerate(iterators) if it.data == IteratorType.REDUCTION)
 
 
 def reduces(op: linalg.GenericOp) -> bool:
@@ -184,28 +183,44 @@ def loop_view(op: Operation) -> LoopView | None:
             return None
         return LoopView(maps, reduced, extents, len(op.inputs), op.regions[0].block)
     if isinstance(op, linalg.ReduceOp | linalg.BroadcastOp):
+        maps = loop_maps(op)
+        source, target = op.operands[0].type, op.operands[1].type
+        if maps is None or not isinstance(source, TensorType):
+            return None
+        assert isinstance(target, TensorType)
+        loops = source if isinstance(op, linalg.ReduceOp) else target
+        reducing = isinstance(op, linalg.ReduceOp)
+        body = op.regions[0].block if op.regions and op.regions[0].blocks else Block()
+        return LoopView(
+            maps,
+            frozenset(op.dimensions.get_values()) if reducing else frozenset(),
+            tuple(loops.get_shape()),
+            1,
+            body,
+        )
+    return None
+
+
+def loop_maps(op: Operation) -> tuple[AffineMap, ...] | None:
+    """The indexing map of each operand of a linalg op (inputs, then outputs), whatever its
+    shapes: a structured op's own; ``linalg.reduce``'s and ``linalg.broadcast``'s read off
+    their ``dimensions`` (reduce: the loops are the input's axes, ``dimensions`` summed away
+    from the output; broadcast: the output's axes, ``dimensions`` added to the input); None
+    for anything else."""
+    if isinstance(op, linalg.LinalgStructuredOperation):
+        return tuple(m.data for m in op.get_indexing_maps().data)
+    if isinstance(op, linalg.ReduceOp | linalg.BroadcastOp):
         source, target = op.operands[0].type, op.operands[1].type
         if not isinstance(source, TensorType) or not isinstance(target, TensorType):
             return None
         dims = set(op.dimensions.get_values())
-        # reduce: the loops are the input's axes, `dimensions` summed away from the output;
-        # broadcast: the loops are the output's axes, `dimensions` added to the input.
         loops = source if isinstance(op, linalg.ReduceOp) else target
         rank = len(loops.get_shape())
         whole = AffineMap.identity(rank)
         part = AffineMap(
             rank, 0, tuple(AffineExpr.dimension(i) for i in range(rank) if i not in dims)
         )
-        reducing = isinstance(op, linalg.ReduceOp)
-        maps = (whole, part) if reducing else (part, whole)
-        body = op.regions[0].block if op.regions and op.regions[0].blocks else Block()
-        return LoopView(
-            maps,
-            frozenset(dims) if reducing else frozenset(),
-            tuple(loops.get_shape()),
-            1,
-            body,
-        )
+        return (whole, part) if isinstance(op, linalg.ReduceOp) else (part, whole)
     return None
 
 

@@ -58,6 +58,7 @@ from tp_dialect.analysis.positions import (
     UNKNOWN,
     Axis,
     AxisPos,
+    Pairs,
     PositionAnalysis,
     Positions,
     correspond,
@@ -108,7 +109,7 @@ class Claim:
     chip: int
     op: Operation
     loops: tuple[Axis, ...]
-    pairing: tuple[tuple[tuple[int, int], ...], ...]
+    pairing: tuple[tuple[tuple[int, int, Pairs], ...], ...]
     out: Positions
     shards: tuple[ContractedSlice, ...]
     names: tuple[str, ...]  # per reduced loop: the value whose positions name it
@@ -285,7 +286,7 @@ def claim(partial: SSAValue, tracer: _Tracer, chip: int, calls: Calls = ()) -> C
     operands = list(op.operands)
     readers = loop_readers(view, operands, lambda v: tracer.positions.of(v, calls))
     loops: list[Axis] = []
-    pairing: list[tuple[tuple[int, int], ...]] = []
+    pairing: list[tuple[tuple[int, int, Pairs], ...]] = []
     names: list[str] = []
     for d in sorted(view.reduced):
         found = readers[d]
@@ -295,7 +296,7 @@ def claim(partial: SSAValue, tracer: _Tracer, chip: int, calls: Calls = ()) -> C
         loops.append(held if isinstance(held, Axis) else Axis.whole(view.extents[d]))
         pairing.append(
             tuple(
-                (p.full, k if k is not None else 0)
+                (p.full, k if k is not None else 0, p.pairs)
                 for (_, _, p), k in zip(found, shifts, strict=True)
                 if isinstance(p, Axis)
             )
@@ -509,6 +510,14 @@ def _same_pairing(at: Operation, sums: list[Claim]) -> None:
     positions of the result."""
     first = sums[0]
     for other in sums[1:]:
+        if other.pairing != first.pairing and _shifts(other) == _shifts(first):
+            raise TpReject.SLICES_MISALIGNED.at(
+                at,
+                f"the all-reduce sums chip {first.chip}'s and chip {other.chip}'s partials, "
+                "whose operands derive from parts paired differently on the way (chip "
+                f"{first.chip} shifts {_upstream(first)}, chip {other.chip} "
+                f"{_upstream(other)}): every chip must pair its parts alike",
+            )
         if other.pairing != first.pairing:
             raise TpReject.SLICES_MISALIGNED.at(
                 at,
@@ -531,12 +540,19 @@ def _same_pairing(at: Operation, sums: list[Claim]) -> None:
             )
 
 
+def _shifts(k: Claim) -> tuple[tuple[tuple[int, int], ...], ...]:
+    return tuple(tuple((full, shift) for full, shift, _ in loop) for loop in k.pairing)
+
+
 def _pairs(k: Claim) -> str:
     """How a claim pairs its operands along its reduced loops: each operand's shift."""
-    return (
-        "; ".join(", ".join(f"{'+' if s >= 0 else ''}{s}" for _, s in loop) for loop in k.pairing)
-        or "nothing"
-    )
+    return "; ".join(", ".join(f"{s:+d}" for _, s, _ in loop) for loop in k.pairing) or "nothing"
+
+
+def _upstream(k: Claim) -> str:
+    """How the parts of a claim's operands were paired before it: each part's shift."""
+    found = sorted({pair for loop in k.pairing for *_, pairs in loop for pair in pairs})
+    return ", ".join(f"{s:+d} of {full}" for full, s in found) or "none"
 
 
 def _check_shards(at: Operation, sums: list[Claim], index: ModuleIndex) -> None:

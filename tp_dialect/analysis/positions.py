@@ -59,16 +59,24 @@ ANY = Mark.ANY
 UNKNOWN = Mark.UNKNOWN
 
 
+Pairs: TypeAlias = frozenset[tuple[int, int]]
+
+
 @dataclass(frozen=True)
 class Axis:
     """The positions one local axis holds: ``runs`` of a full axis of ``full`` positions,
-    concatenated (adjacent runs merged, so equal position sequences compare equal)."""
+    concatenated (adjacent runs merged, so equal position sequences compare equal); and
+    ``pairs``, how the parts it was computed from were paired on the way: the full axis and
+    shift of each part that did not hold these very positions. Chips that compute their parts
+    alike pair them alike; a chip that pairs another way (a bias's runs swapped with another
+    chip's) shows in ``pairs``."""
 
     runs: tuple[tuple[int, int], ...]
     full: int
+    pairs: Pairs = frozenset()
 
     @staticmethod
-    def of(runs: Iterable[tuple[int, int]], full: int) -> Axis:
+    def of(runs: Iterable[tuple[int, int]], full: int, pairs: Pairs = frozenset()) -> Axis:
         """The axis holding ``runs`` of ``full``, normalised: empty runs dropped, adjacent
         ones merged."""
         merged: list[tuple[int, int]] = []
@@ -79,7 +87,7 @@ class Axis:
                 merged[-1] = (merged[-1][0], merged[-1][1] + length)
             else:
                 merged.append((start, length))
-        return Axis(tuple(merged), full)
+        return Axis(tuple(merged), full, pairs)
 
     @staticmethod
     def whole(size: int) -> Axis:
@@ -92,7 +100,7 @@ class Axis:
 
     def is_whole(self) -> bool:
         """Whether the axis holds every position of its full axis, in order."""
-        return self == Axis.whole(self.full)
+        return self.runs == Axis.whole(self.full).runs
 
     def window(self, offset: int, size: int) -> Axis:
         """Local elements ``[offset, offset + size)`` of this axis."""
@@ -103,7 +111,7 @@ class Axis:
             if lo < hi:
                 out.append((start + lo - at, hi - lo))
             at += length
-        return Axis.of(out, self.full)
+        return Axis.of(out, self.full, self.pairs)
 
     def shift_from(self, base: Axis) -> int | None:
         """``k`` with position ``j`` of this axis equal to position ``j`` of ``base`` plus
@@ -141,7 +149,13 @@ def correspond(
     shifts = [p.shift_from(base) if isinstance(p, Axis) else None for p in parts]
     if any(isinstance(p, Axis) and k is None for p, k in zip(parts, shifts, strict=True)):
         return UNKNOWN, shifts
-    return base, shifts
+    pairs = set(base.pairs)
+    for p, k in zip(parts, shifts, strict=True):
+        if isinstance(p, Axis):
+            pairs |= p.pairs
+            if (p.full, k) != (base.full, 0):
+                pairs.add((p.full, k))  # type: ignore[arg-type]
+    return Axis(base.runs, base.full, frozenset(pairs)), shifts
 
 
 def _shape(value: SSAValue) -> tuple[int, ...] | None:
@@ -288,7 +302,7 @@ def _shard(op: ShardOp, source: Positions) -> Positions:
     cut = source[axis]
     if isinstance(cut, Axis):
         runs = [r for s, n in sl.ranges for r in cut.window(s, n).runs]
-        cut = Axis.of(runs, cut.full)
+        cut = Axis.of(runs, cut.full, cut.pairs)
     elif cut is ANY:
         cut = ANY
     return tuple(cut if a == axis else p for a, p in enumerate(source))
@@ -348,7 +362,8 @@ def _concat(dim: int, parts: list[Positions], rank: int) -> Positions:
             out.append(ANY)
         elif all(isinstance(p, Axis) for p in along) and len({p.full for p in along}) == 1:
             axes = [p for p in along if isinstance(p, Axis)]
-            out.append(Axis.of([r for p in axes for r in p.runs], axes[0].full))
+            pairs = frozenset().union(*(p.pairs for p in axes))
+            out.append(Axis.of([r for p in axes for r in p.runs], axes[0].full, pairs))
         else:
             out.append(UNKNOWN)
     return tuple(out)
@@ -382,7 +397,7 @@ def _split(p: Axis, inner: int) -> Axis | None:
     """The outer axis of ``p`` cut into blocks of ``inner``: whole blocks only."""
     if inner <= 0 or p.full % inner or any(s % inner or n % inner for s, n in p.runs):
         return None
-    return Axis.of([(s // inner, n // inner) for s, n in p.runs], p.full // inner)
+    return Axis.of([(s // inner, n // inner) for s, n in p.runs], p.full // inner, p.pairs)
 
 
 def _collapse(groups: list[list[int]], source: Positions, shape: tuple[int, ...]) -> Positions:
@@ -404,7 +419,9 @@ def _collapse(groups: list[list[int]], source: Positions, shape: tuple[int, ...]
             outer = source[group[0]]
             head = outer if isinstance(outer, Axis) else Axis.whole(shape[group[0]])
             inner = math.prod(shape[j] for j in group[1:])
-            out.append(Axis.of([(s * inner, n * inner) for s, n in head.runs], head.full * inner))
+            pairs = frozenset().union(*(p.pairs for p in parts if isinstance(p, Axis)))
+            merged = [(s * inner, n * inner) for s, n in head.runs]
+            out.append(Axis.of(merged, head.full * inner, pairs))
     return tuple(out)
 
 

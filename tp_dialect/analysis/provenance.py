@@ -12,9 +12,11 @@ and the last add of the seed's fold when it is a valid all-reduce; every other o
 
 Calls are followed into the callee, once per distinct placement of the arguments (context
 sensitive); a call with no body to follow, or recursion, is *opaque*. An op that writes
-memory, or whose effects are unknown, is opaque too: the checker refuses opaque ops, never
-trusts them. Per-chip programs are followed across their link points: a received buffer
-carries the placement of what its sender sent under that name.
+memory, or whose effects are unknown, is opaque too, and so is an op tp gives no meaning to
+(`kind_opacity`: another dialect than those tp runs, a memref op reading raw memory; a cast
+changing what its values hold), so that tp-run runs everything a certificate holds: the
+checker refuses opaque ops, never trusts them. Per-chip programs are followed across their
+link points: a received buffer carries the placement of what its sender sent under that name.
 
 Why not xDSL's dataflow framework: in xDSL 0.75 its sparse forward analysis refuses ops with
 regions and does not follow calls (its region-branch and call interfaces are still to do), and
@@ -28,15 +30,32 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from xdsl.context import Context
 from xdsl.dialects import arith, func, scf
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, TensorType, UnregisteredOp
+from xdsl.dialects.builtin import (
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    TensorType,
+    UnrealizedConversionCastOp,
+    UnregisteredOp,
+)
 from xdsl.ir import BlockArgument, Operation, SSAValue
-from xdsl.traits import IsTerminator, MemoryEffectKind, SymbolTable, get_effects
+from xdsl.traits import (
+    IsTerminator,
+    MemoryEffect,
+    MemoryEffectKind,
+    MemoryFreeEffect,
+    MemoryWriteEffect,
+    SymbolTable,
+    get_effects,
+)
 
 from tp_dialect.analysis.folds import Fold, find_folds, visible
 from tp_dialect.attrs import chip_of
 from tp_dialect.grid import chips_in, stated_chips
 from tp_dialect.names import value_name
+from tp_dialect.op_guards import cast_meaning
 from tp_dialect.ops import AllReduceOp, SectionOp, UnshardOp
 from tp_dialect.program_ops import ChipProgramOp, LinkOp, RelayOp
 from tp_dialect.reject import TpReject
@@ -123,10 +142,87 @@ def _static_shape_query(op: Operation) -> bool:
     return 0 <= i < len(shape) and shape[i] >= 0
 
 
-def opacity(op: Operation) -> tuple[TpReject, str] | None:
-    """Why the analysis cannot see through ``op`` (a reason and what is wrong), or None."""
-    if isinstance(op, UnregisteredOp):
+# The dialects tp gives a meaning to: the reference interpreter runs every op of theirs that
+# `kind_opacity` admits (tests/test_interpreter_ops.py enumerates them and runs each against
+# numpy). An op of any other dialect (an ISA's, LLVM's, another runtime's) has no meaning on
+# tp's tensors, so a certificate through it would certify a program nothing can run.
+MEANINGFUL_DIALECTS = frozenset(
+    {
+        "affine",
+        "arith",
+        "bufferization",
+        "builtin",
+        "func",
+        "linalg",
+        "math",
+        "memref",
+        "scf",
+        "tensor",
+        "tp",
+        "vector",
+    }
+)
+# Ops of those dialects that have no meaning on tensors: memory no value defines (a write is
+# refused, so it could only be read uninitialised), and a buffer's address or raw layout.
+_NO_MEANING = {
+    "memref.alloc": "allocates memory no value defines (memory is never written here)",
+    "memref.alloca": "allocates memory no value defines (memory is never written here)",
+    "memref.global": "declares global memory, which tp does not model",
+    "memref.get_global": "reads global memory, which tp does not model",
+    "memref.view": "reinterprets a buffer's bytes, which tp's tensors do not expose",
+    "memref.reinterpret_cast": "reinterprets a buffer's layout, which tp's tensors do not expose",
+    "memref.extract_aligned_pointer_as_index": "reads a buffer's address, which tp does not model",
+    "memref.extract_strided_metadata": "reads a buffer's layout, which tp's tensors do not expose",
+}
+# Ops admitted whatever effects they declare: their contents are judged op by op.
+_SEEN_THROUGH_DIALECTS = ("tp", "scf", "linalg")
+
+
+def kind_opacity(kind: type[Operation]) -> tuple[TpReject, str] | None:
+    """Why no op of class ``kind`` can be seen through, or None when one can (an op of the
+    class may still be refused for what it is: `opacity`)."""
+    if issubclass(kind, UnregisteredOp):
         return TpReject.OPAQUE_OP, "is not a registered op: what it computes is unknown"
+    name = kind.name
+    dialect = name.split(".", 1)[0]
+    if dialect == "test":
+        return TpReject.OPAQUE_OP, "is a test op: the traits it declares are not its semantics"
+    if dialect not in MEANINGFUL_DIALECTS:
+        return (
+            TpReject.OPAQUE_OP,
+            f"is an op of the {dialect} dialect, to which tp gives no meaning (it runs "
+            f"{', '.join(sorted(MEANINGFUL_DIALECTS))})",
+        )
+    if (why := _NO_MEANING.get(name)) is not None:
+        return TpReject.OPAQUE_OP, why
+    if (
+        dialect in _SEEN_THROUGH_DIALECTS
+        or name in _VALUE_OPS
+        or issubclass(kind, (*_CONTAINERS, func.CallOp))
+        or kind.has_trait(IsTerminator)
+    ):
+        return None
+    effects = kind.get_traits_of_type(MemoryEffect)
+    if not effects:
+        return TpReject.OPAQUE_OP, "declares no memory effects, so what it writes is unknown"
+    if any(isinstance(e, MemoryWriteEffect | MemoryFreeEffect) for e in effects):
+        return TpReject.OPAQUE_OP, "writes memory, which values cannot follow"
+    return None
+
+
+def admitted_kinds(ctx: Context) -> list[type[Operation]]:
+    """Every op class of the dialects ``ctx`` loads that `kind_opacity` admits: what a
+    certificate may contain (each op still judged as it stands), in name order."""
+    kinds = {op for name in ctx.registered_dialect_names for op in ctx.get_dialect(name).operations}
+    return sorted((k for k in kinds if kind_opacity(k) is None), key=lambda k: k.name)
+
+
+def opacity(op: Operation) -> tuple[TpReject, str] | None:
+    """Why the analysis cannot see through ``op`` (a reason and what is wrong), or None: its
+    class (`kind_opacity`), then what this op is (its regions, operands, successors and the
+    effects of what it contains)."""
+    if isinstance(op, UnregisteredOp):
+        return kind_opacity(UnregisteredOp)
     if isinstance(op, func.CallOp):
         return None  # followed into the callee (or found opaque there)
     if (
@@ -142,23 +238,28 @@ def opacity(op: Operation) -> tuple[TpReject, str] | None:
         return TpReject.OPAQUE_CALL, "calls through a value: its callee cannot be followed"
     if any(len(region.blocks) > 1 for region in op.regions):
         return TpReject.OPAQUE_OP, "has a region of several blocks: structured control flow only"
-    dialect = op.dialect_name()
-    if dialect == "test":
-        return TpReject.OPAQUE_OP, "is a test op: the traits it declares are not its semantics"
+    if op.dialect_name() == "test":
+        return kind_opacity(type(op))
     if op.name == "bufferization.materialize_in_destination" and not op.results:
         return TpReject.OPAQUE_OP, "writes its memref destination in place"
-    if dialect == "linalg":
-        if any(isinstance(v.type, MemRefType) for v in op.operands):
-            return TpReject.OPAQUE_OP, "writes its memref operands in place"
-        return None  # tensor semantics: results are functions of the operands
+    if op.dialect_name() == "linalg" and any(isinstance(v.type, MemRefType) for v in op.operands):
+        return TpReject.OPAQUE_OP, "writes its memref operands in place"
     if op.successors:
         # Block arguments fed by branches are not followed: structured control flow only.
         return TpReject.OPAQUE_OP, "branches between blocks, which placements do not follow"
-    if dialect in ("tp", "scf") or op.name in _VALUE_OPS or isinstance(op, _CONTAINERS):
-        return None  # tp's own ops, and control flow whose contents are judged op by op
-    if op.has_trait(IsTerminator):
-        return None  # hands values to its region's op, which the solver follows
-    effects = get_effects(op)
+    if (why := kind_opacity(type(op))) is not None:
+        return why
+    if isinstance(op, UnrealizedConversionCastOp) and (why := cast_meaning(op)) is not None:
+        return TpReject.OPAQUE_OP, why
+    if (
+        op.dialect_name() in _SEEN_THROUGH_DIALECTS
+        or op.name in _VALUE_OPS
+        or isinstance(op, _CONTAINERS)
+        or op.has_trait(IsTerminator)
+    ):
+        return None  # tp's own ops, control flow and linalg (tensor semantics) are judged by
+        # their contents; a terminator hands values to its region's op, which the solver follows
+    effects = get_effects(op)  # what this op contains, for a recursive effect
     if effects is None:
         return TpReject.OPAQUE_OP, "declares no memory effects, so what it writes is unknown"
     if any(e.kind in (MemoryEffectKind.WRITE, MemoryEffectKind.FREE) for e in effects):

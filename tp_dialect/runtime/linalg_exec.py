@@ -1,44 +1,63 @@
-"""``linalg.generic`` run vectorised: one batched ``np.matmul`` for a contraction, the body's
-numpy kernels over the iteration domain for the rest.
+"""Structured linalg ops run vectorised: ``linalg.generic``, every named op (``matmul``,
+``conv_2d_*``, ``add`` ...) and ``linalg.reduce``, each read as its indexing maps and body.
 
-Each operand is viewed on the iteration domain through its indexing map (a transpose and
-reshape, no copy), so the body's scalar ops run once on whole arrays. Three body shapes
-cover what the programs use, and anything else is refused by name rather than run slowly:
+An op means its loop nest: for every point of its iteration domain, in lexicographic order
+(``d0`` outermost), the body reads each input at its map of the point and each output's
+current element at its map, and its yield becomes that element. Each operand is viewed on
+the iteration domain through its indexing map — a transpose and reshape when the map
+projects distinct loop dims, else (a diagonal ``(d0, d1) -> (d1, d1)``, a window
+``d2 + d5``) a gather by the map's values — so the body's scalar ops run once on whole
+arrays. Four plans, the first that fits:
 
 - contraction (`tp_dialect.linalg_kinds.contraction`: ``yield acc + a*b``, a sum of squares
-  included) -> transpose, reshape, one ``np.matmul`` (BLAS) and back (``np.einsum`` only
-  when the factors make no batched matmul, e.g. a letter summed over one factor alone). The
-  factors are multiplied in the multiply's own type, widened to at least f32 (numpy has no
-  fast bf16/f16 product): f32 and f64 stay what they are, bf16 is read as f32 exactly as
-  its ``arith.extf`` says;
-- reduction: ``yield acc ⊕ f(args)`` with ⊕ in {addf, maximumf, minimumf, mulf} -> f on the
-  whole domain, then one ``ufunc.reduce`` over the reduction loops;
-- map (all loops parallel): the body on the domain, transposed into the output's layout.
+  included, the factors read through dims only) -> transpose, reshape, one ``np.matmul``
+  (BLAS) and back (``np.einsum`` when the factors make no batched matmul: a letter summed
+  over one factor alone, a diagonal). The factors are multiplied in the multiply's own type,
+  widened to at least f32 (numpy has no fast bf16/f16 product): f32 and f64 stay what they
+  are, bf16 is read as f32 exactly as its ``arith.extf`` says;
+- reduction: one output, ``yield acc ⊕ f(args)`` with ⊕ in {addf, maximumf, minimumf,
+  mulf} -> f on the whole domain, then one ``ufunc.reduce`` over the loops the output does
+  not follow (``linalg.pooling_nchw_max`` too, as MLIR defines it: the max of the output
+  and its window, where xDSL 0.75's body leaves the output out);
+- map (every output follows every loop): the body on the domain, into each output's layout;
+- loop (anything else: a reduction of several outputs, an integer one, a body ⊕ is not the
+  last step of): the loops some output does not follow run one by one, in order, the body
+  vectorised over the rest. A body that cannot run on arrays (an op with regions, an op
+  without a numpy kernel) runs point by point through the interpreter.
 
-A generic's plan is worked out once and cached for as long as the op lives (`_PLANS`, keyed
-weakly by the op; a plan refers to IR only through weak references, so it never keeps its
-module alive and a dropped module's plans go with it).
+An output's map must name distinct loop dims (a projected permutation): where two points
+would write one element in no stated order, the op has no meaning here (the load-time
+verifier refuses it: `tp_dialect.tools.source.upstream_guard`).
+
+A plan is worked out once per op and kept as long as the op lives (`_PLANS`, keyed weakly
+by the op; a plan refers to IR only through weak references, so it never keeps its module
+alive and a dropped module's plans go with it).
 """
 
 from __future__ import annotations
 
+import itertools
 import weakref
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from xdsl.dialects import arith
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects import arith, tensor
 from xdsl.dialects.linalg import ops as linalg
+from xdsl.dialects.linalg.abstract_ops import LinalgStructuredOperation
 from xdsl.interpreter import Interpreter
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineMap
+from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import InterpretationError
 
 from tp_dialect.dtypes import numpy_dtype
-from tp_dialect.linalg_kinds import contraction, reduction_axes
+from tp_dialect.linalg_kinds import contraction, loop_maps
+from tp_dialect.runtime.int_ops import element_type
 from tp_dialect.runtime.scalar_ops import Kernel, kernel_for
+
+Structured = LinalgStructuredOperation | linalg.ReduceOp
 
 _REDUCERS: dict[type[Operation], np.ufunc] = {
     arith.AddfOp: np.add,
@@ -48,56 +67,57 @@ _REDUCERS: dict[type[Operation], np.ufunc] = {
 }
 
 
-@dataclass
-class _Plan:
-    """How to run one generic, worked out once from its IR (shapes are static)."""
+def _ins_outs(op: Structured) -> tuple[int, int]:
+    if isinstance(op, linalg.ReduceOp):
+        return 1, 1
+    return len(op.inputs), len(op.outputs)
 
-    kind: str  # "contraction" | "reduction" | "map"
-    n_in: int
-    rank: int
-    dims: list[list[int]]  # per operand, the loop dim of each of its axes
-    out_dtypes: list[np.dtype]
-    subscripts: str = ""
-    factors: tuple[int, int] = (0, 0)  # input indices of a contraction's factors
-    product_dtype: np.dtype | None = None  # what a contraction multiplies in
-    ufunc: np.ufunc | None = None
-    reduce_axes: tuple[int, ...] = ()
-    matmul: _MatmulPlan | None = None  # a contraction as one batched matmul, or None
-    body: _Body | None = None  # the body compiled to numpy kernels (maps and reductions)
+
+def output_dims(m: AffineMap) -> list[int] | None:
+    """The loop dims an output's map names, or None unless they are distinct dims."""
+    dims = [e.position for e in m.results if isinstance(e, AffineDimExpr)]
+    return dims if len(dims) == len(m.results) == len(set(dims)) else None
+
+
+def _dim_list(m: AffineMap) -> list[int] | None:
+    """The loop dim of each result of ``m`` (repeats allowed: a diagonal), or None if a
+    result is not a dim."""
+    dims = [e.position for e in m.results if isinstance(e, AffineDimExpr)]
+    return dims if len(dims) == len(m.results) else None
 
 
 # Where a body op's operand lives: a slot of the body's frame, or (held weakly) a value
-# defined outside the generic, read from the interpreter.
+# defined outside the op, read from the interpreter.
 _Ref = int | weakref.ref[SSAValue]
+Index = Callable[[int], Any] | None  # a loop dim -> its values on the domain (linalg.index)
 
 
 @dataclass(frozen=True)
 class _Step:
     """One body op: how it is computed and where its operands live."""
 
-    kernel: Kernel | None  # None: a linalg.index (``index_dim``) or ask the interpreter
-    index_dim: int | None  # the loop dim of a ``linalg.index``
-    op: weakref.ref[Operation]  # the op, for the interpreter
+    kernel: Kernel | None  # None: a linalg.index of ``index_dim``
+    index_dim: int | None
     operands: tuple[_Ref, ...]
-    slot: int
+    slots: tuple[int, ...]
 
 
 def _deref(ref: weakref.ref[Any]) -> Any:
     target = ref()
     if target is None:
-        raise InterpretationError("linalg.generic: IR its plan refers to no longer exists")
+        raise InterpretationError("linalg: IR its plan refers to no longer exists")
     return target
 
 
 @dataclass(frozen=True)
 class _Body:
-    """A generic's body as straight-line numpy calls over a frame of slots."""
+    """An op's body as straight-line numpy calls over a frame of slots."""
 
     steps: tuple[_Step, ...]
     results: tuple[_Ref, ...]
     frame: int
 
-    def run(self, interpreter: Interpreter, args: Sequence[Any], sizes: list[int]) -> list[Any]:
+    def run(self, interpreter: Interpreter, args: Sequence[Any], index: Index) -> list[Any]:
         """The body's yielded values (or a reduction's combined value) on whole arrays."""
         frame: list[Any] = [*args, *([None] * (self.frame - len(args)))]
 
@@ -105,20 +125,44 @@ class _Body:
             return frame[ref] if isinstance(ref, int) else interpreter.get_values([_deref(ref)])[0]
 
         for step in self.steps:
-            values = [get(r) for r in step.operands]
             if step.index_dim is not None:
-                frame[step.slot] = _loop_index(sizes, step.index_dim)
-            elif step.kernel is not None:
-                frame[step.slot] = step.kernel(*values)
+                if index is None:
+                    raise InterpretationError("linalg.index outside a linalg op's body")
+                frame[step.slots[0]] = index(step.index_dim)
+                continue
+            assert step.kernel is not None
+            value = step.kernel(*(get(r) for r in step.operands))
+            if len(step.slots) == 1:
+                frame[step.slots[0]] = value
             else:
-                frame[step.slot] = interpreter.run_op(_deref(step.op), tuple(values))[0]
+                for slot, v in zip(step.slots, value, strict=True):
+                    frame[slot] = v
         return [get(r) for r in self.results]
 
 
-def _compile_body(op: linalg.GenericOp, stop: Operation | None) -> _Body:
+def _gather_kernel(t: Any, *indices: Any) -> Any:
+    """``tensor.extract`` on arrays of indices (each element reads its own)."""
+    idx = tuple(np.asarray(i, dtype=np.int64) for i in indices)
+    for axis, (i, n) in enumerate(zip(idx, np.shape(t), strict=True)):
+        if np.any((i < 0) | (i >= n)):
+            raise InterpretationError(
+                f"tensor.extract: an index along axis {axis} leaves 0..{n - 1}"
+            )
+    return np.asarray(t)[idx]
+
+
+def _vector_kernel(op: Operation) -> Kernel | None:
+    """The kernel of a body op on whole arrays, or None if it has none."""
+    if op.regions:
+        return None
+    if isinstance(op, tensor.ExtractOp):
+        return _gather_kernel
+    return kernel_for(op)
+
+
+def _compile_body(block: Block, n_in: int, stop: Operation | None) -> _Body | None:
     """The body up to its yield (or, for a reduction, up to ``stop``, returning the value
-    ``stop`` combines with the accumulator)."""
-    block = op.body.block
+    ``stop`` combines with the accumulator); None when an op in it has no array kernel."""
     slots: dict[SSAValue, int] = {arg: i for i, arg in enumerate(block.args)}
 
     def ref(value: SSAValue) -> _Ref:
@@ -128,20 +172,28 @@ def _compile_body(op: linalg.GenericOp, stop: Operation | None) -> _Body:
     steps = []
     for body_op in block.ops:
         if body_op is stop:
-            acc = block.args[len(op.inputs)]
+            acc = block.args[n_in]
             other = body_op.operands[1] if body_op.operands[0] is acc else body_op.operands[0]
             return _Body(tuple(steps), (ref(other),), len(slots))
-        if isinstance(body_op, linalg.YieldOp):
+        if body_op is block.last_op and body_op.has_trait(IsTerminator):
             return _Body(tuple(steps), tuple(ref(v) for v in body_op.operands), len(slots))
-        if len(body_op.results) != 1:
-            raise InterpretationError(f"{body_op.name} in a linalg.generic body")
-        slot = len(slots)
         index_dim = body_op.dim.value.data if isinstance(body_op, linalg.IndexOp) else None
-        kernel = None if index_dim is not None else kernel_for(body_op)
+        kernel = None if index_dim is not None else _vector_kernel(body_op)
+        if kernel is None and index_dim is None:
+            return None
+        first = len(slots)
+        for r in body_op.results:
+            slots[r] = len(slots)
         operands = tuple(ref(v) for v in body_op.operands)
-        steps.append(_Step(kernel, index_dim, weakref.ref(body_op), operands, slot))
-        slots[body_op.results[0]] = slot
-    raise InterpretationError("linalg.generic body has no linalg.yield")
+        slot_range = tuple(range(first, len(slots)))
+        steps.append(_Step(kernel, index_dim, operands, slot_range))
+    raise InterpretationError("a body without a terminator")
+
+
+def compile_region(block: Block) -> _Body | None:
+    """``block`` (its arguments in, what its terminator hands on out) as numpy calls on
+    whole arrays, or None when an op in it has no array kernel."""
+    return _compile_body(block, 0, None)
 
 
 @dataclass(frozen=True)
@@ -163,7 +215,7 @@ def _matmul_plan(subscripts: str, a: np.ndarray, b: np.ndarray) -> _MatmulPlan |
     lhs, out = subscripts.split("->")
     sa, sb = lhs.split(",")
     if len(set(sa)) != len(sa) or len(set(sb)) != len(sb):
-        return None
+        return None  # a diagonal: einsum reads it
     batch = [c for c in sa if c in sb and c in out]
     contracted = [c for c in sa if c in sb and c not in out]
     free_a = [c for c in sa if c not in sb]
@@ -186,34 +238,31 @@ def _matmul_plan(subscripts: str, a: np.ndarray, b: np.ndarray) -> _MatmulPlan |
     )
 
 
-def _contract(plan: _Plan, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    mm = plan.matmul
-    if mm is None:
-        return np.einsum(plan.subscripts, a, b)
-    product = np.matmul(
-        a.transpose(mm.perm_a).reshape(mm.shape_a), b.transpose(mm.perm_b).reshape(mm.shape_b)
-    )
-    return product.reshape(mm.shape_out).transpose(mm.perm_out)
+@dataclass
+class _Plan:
+    """How to run one structured op, worked out once from its IR."""
+
+    kind: str  # "contraction" | "reduction" | "map" | "loop"
+    n_in: int
+    rank: int
+    maps: list[AffineMap]
+    views: list[list[int] | None]  # per operand: the distinct loop dims it projects, or None
+    out_dims: list[list[int]]  # per output: the loop dim of each of its axes
+    out_dtypes: list[np.dtype]
+    subscripts: str = ""
+    factors: tuple[int, int] = (0, 0)  # input indices of a contraction's factors
+    product_dtype: np.dtype | None = None  # what a contraction multiplies in
+    matmuls: dict[tuple[tuple[int, ...], ...], _MatmulPlan | None] = field(default_factory=dict)
+    ufunc: np.ufunc | None = None
+    reduce_axes: tuple[int, ...] = ()
+    body: _Body | None = None  # the body on arrays (None: the loop plan runs it by points)
+    sizes: list[int] | None = None  # each loop's extent when every operand's type states it
 
 
-# Each live generic's plan. Keyed weakly by the op (ops hash and compare by identity): an
-# entry goes when its op does, so a dropped module's plans are freed and a new op never meets
-# an old op's plan. A plan holds IR only weakly, or its entry would keep its own key alive.
-_PLANS: weakref.WeakKeyDictionary[linalg.GenericOp, _Plan] = weakref.WeakKeyDictionary()
+_PLANS: weakref.WeakKeyDictionary[Operation, _Plan] = weakref.WeakKeyDictionary()
 
 
-def _dims_of(m: AffineMap, op: Operation) -> list[int]:
-    dims = []
-    for expr in m.results:
-        if not isinstance(expr, AffineDimExpr):
-            raise InterpretationError(
-                f"{op.name}: indexing map {m} is not a projection of loop dims"
-            )
-        dims.append(expr.position)
-    return dims
-
-
-def _plan(op: linalg.GenericOp) -> _Plan:
+def _plan(op: Structured) -> _Plan:
     """``op``'s plan, made on first use and kept while ``op`` lives."""
     plan = _PLANS.get(op)
     if plan is None:
@@ -221,68 +270,170 @@ def _plan(op: linalg.GenericOp) -> _Plan:
     return plan
 
 
-def _make_plan(op: linalg.GenericOp) -> _Plan:
-    block = op.body.block
-    maps = [m.data for m in op.indexing_maps.data]
-    n_in = len(op.inputs)
+def _body_block(op: Structured) -> Block:
+    return op.region.block if isinstance(op, linalg.ReduceOp) else op.body.block
+
+
+def _make_plan(op: Structured) -> _Plan:
+    maps = list(loop_maps(op) or ())
+    n_in, n_out = _ins_outs(op)
+    rank = maps[0].num_dims if maps else 0
+    out_dims = []
+    for k, m in enumerate(maps[n_in:]):
+        dims = output_dims(m)
+        if dims is None:
+            raise InterpretationError(
+                f"{op.name}: output #{k}'s indexing map {m} is not a projection of distinct "
+                "loop dims"
+            )
+        out_dims.append(dims)
+    views = [output_dims(m) for m in maps]
     plan = _Plan(
-        "map",
+        "loop",
         n_in,
-        maps[0].num_dims,
-        [_dims_of(m, op) for m in maps],
-        [_dtype(r.type) for r in op.results],
+        rank,
+        maps,
+        views,
+        out_dims,
+        [numpy_dtype(element_type(r.type)) for r in op.results],
     )
-    reduced = reduction_axes(op)
-    yield_op = block.last_op
-    assert isinstance(yield_op, linalg.YieldOp)
+    shapes = [getattr(v.type, "get_shape", tuple)() for v in op.operands]
+    if all(n >= 0 for shape in shapes for n in shape):
+        plan.sizes = _static_sizes(plan, shapes)
+    block = _body_block(op)
+    followed = set.intersection(*(set(d) for d in out_dims)) if out_dims else set(range(rank))
+    reduced = tuple(d for d in range(rank) if d not in followed)
     if not reduced:
-        for k, dims in enumerate(plan.dims[n_in:]):
-            missing = sorted(set(range(plan.rank)) - set(dims))
-            if missing:  # each of its elements would be written once per value of d
-                raise InterpretationError(
-                    f"linalg.generic: parallel loop d{missing[0]} does not index output {k}: "
-                    "a loop an output does not follow must be a reduction"
-                )
-        plan.body = _compile_body(op, None)
+        plan.kind, plan.body = "map", _compile_body(block, n_in, None)
+        if plan.body is None:
+            plan.kind = "loop"
         return plan
-    if len(op.outputs) != 1 or len(yield_op.operands) != 1:
-        raise InterpretationError("linalg.generic: a reduction with several outputs")
-    if set(plan.dims[n_in]) != set(range(plan.rank)) - set(reduced):
-        raise InterpretationError(
-            "linalg.generic: the output is not indexed by exactly the parallel loops"
-        )
     plan.reduce_axes = reduced
-    kind = contraction(op)
-    if kind is not None:
-        letters = "abcdefghijklmnopqrstuvwxyz"
-        subs = ["".join(letters[d] for d in plan.dims[i]) for i in kind.factors]
-        out = "".join(letters[d] for d in plan.dims[n_in])
-        plan.kind, plan.factors = "contraction", kind.factors
-        plan.subscripts = f"{subs[0]},{subs[1]}->{out}"
-        product = numpy_dtype(kind.product_type)
-        plan.product_dtype = product if product.itemsize >= 4 else np.dtype(np.float32)
+    if isinstance(op, linalg.PoolingNchwMaxOp):
+        # MLIR's meaning, out = max(out, input over the window): xDSL 0.75 builds this op's
+        # body as max(input, window element), leaving the accumulator out.
+        plan.kind, plan.ufunc, plan.body = "reduction", np.maximum, _Body((), (0,), n_in + 1)
         return plan
-    acc = block.args[n_in]
-    combine = yield_op.operands[0].owner
-    if type(combine) not in _REDUCERS or acc not in combine.operands:
-        raise InterpretationError(
-            "linalg.generic: reduction body is not `yield acc ⊕ f(...)` with ⊕ in "
-            "addf/maximumf/minimumf/mulf"
-        )
-    if any(use.operation is not combine for use in acc.uses):
-        raise InterpretationError("linalg.generic: the accumulator is used beyond ⊕")
-    plan.kind, plan.ufunc = "reduction", _REDUCERS[type(combine)]
-    plan.body = _compile_body(op, combine)
+    if n_out == 1 and not isinstance(op, linalg.ReduceOp) and _contraction(op, plan):
+        return plan
+    yield_op = block.last_op
+    if n_out == 1 and isinstance(yield_op, linalg.YieldOp) and len(yield_op.operands) == 1:
+        acc = block.args[n_in]
+        combine = yield_op.operands[0].owner
+        if (
+            type(combine) in _REDUCERS
+            and isinstance(combine, Operation)
+            and acc in combine.operands
+            and all(use.operation is combine for use in acc.uses)
+        ):
+            body = _compile_body(block, n_in, combine)
+            if body is not None:
+                plan.kind, plan.ufunc, plan.body = "reduction", _REDUCERS[type(combine)], body
+                return plan
+    plan.body = _compile_body(block, n_in, None)
     return plan
 
 
-def _on_domain(arr: Any, dims: Sequence[int], rank: int) -> Any:
-    """``arr`` (axes = loop dims ``dims``) viewed with one axis per loop dim (size 1 if absent)."""
+def _contraction(op: LinalgStructuredOperation, plan: _Plan) -> bool:
+    """Make ``plan`` a contraction's if ``op`` is one einsum can state: its factors read
+    through dims, and every loop read by a factor."""
+    kind = contraction(op)  # type: ignore[arg-type]
+    if kind is None:
+        return False
+    factor_dims = [_dim_list(plan.maps[i]) for i in kind.factors]
+    if any(d is None for d in factor_dims):
+        return False
+    covered = {d for dims in factor_dims for d in dims}  # type: ignore[union-attr]
+    if covered != set(range(plan.rank)):
+        return False
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    if plan.rank > len(letters):
+        return False
+    subs = ["".join(letters[d] for d in dims) for dims in factor_dims]  # type: ignore[union-attr]
+    out = "".join(letters[d] for d in plan.out_dims[0])
+    plan.kind, plan.factors = "contraction", kind.factors
+    plan.subscripts = f"{subs[0]},{subs[1]}->{out}"
+    product = numpy_dtype(kind.product_type)
+    plan.product_dtype = product if product.itemsize >= 4 else np.dtype(np.float32)
+    return True
+
+
+# -- running a plan --------------------------------------------------------------------------
+
+
+def _static_sizes(plan: _Plan, shapes: Sequence[Sequence[int]]) -> list[int] | None:
+    """Each loop's extent from the operands' static shapes, or None if they disagree."""
+    sizes: list[int | None] = [None] * plan.rank
+    for shape, m in zip(shapes, plan.maps, strict=True):
+        for axis, e in enumerate(m.results):
+            if isinstance(e, AffineDimExpr) and axis < len(shape):
+                d = e.position
+                if sizes[d] not in (None, shape[axis]):
+                    return None
+                sizes[d] = shape[axis]
+    return None if None in sizes else sizes  # type: ignore[return-value]
+
+
+def _sizes(plan: _Plan, args: Sequence[Any], op: Operation) -> list[int]:
+    """Each loop's extent, read off the operands' axes its maps name alone (the arrays':
+    a type may leave a size dynamic, so only a plan of static types knows them); they
+    must agree."""
+    if plan.sizes is not None:
+        return plan.sizes
+    sizes: list[int | None] = [None] * plan.rank
+    for k, (arr, m) in enumerate(zip(args, plan.maps, strict=True)):
+        if not isinstance(arr, np.ndarray):
+            continue
+        for axis, e in enumerate(m.results):
+            if isinstance(e, AffineDimExpr):
+                n, d = arr.shape[axis], e.position
+                if sizes[d] is None:
+                    sizes[d] = n
+                elif sizes[d] != n:
+                    raise InterpretationError(
+                        f"{op.name}: loop d{d} runs {sizes[d]} times by one operand and {n} "
+                        f"by operand #{k}"
+                    )
+    missing = [d for d, n in enumerate(sizes) if n is None]
+    if missing:
+        raise InterpretationError(f"{op.name}: no operand axis gives loop d{missing[0]}'s extent")
+    return sizes  # type: ignore[return-value]
+
+
+def axis_values(sizes: Sequence[int], dim: int) -> np.ndarray:
+    """The values of loop ``dim`` on the domain: an arange along that axis, broadcastable."""
+    shape = [1] * len(sizes)
+    shape[dim] = sizes[dim]
+    return np.arange(sizes[dim], dtype=np.int64).reshape(shape)
+
+
+def _gather(arr: np.ndarray, m: AffineMap, sizes: Sequence[int], op: Operation) -> np.ndarray:
+    """``arr`` read at ``m`` of every domain point (a map of repeated dims or expressions)."""
+    loops = [axis_values(sizes, d) for d in range(len(sizes))]
+    index = []
+    for axis, e in enumerate(m.results):
+        i = np.asarray(e.eval(loops, []), dtype=np.int64)
+        n = arr.shape[axis]
+        if i.size and (i.min() < 0 or i.max() >= n):
+            raise InterpretationError(
+                f"{op.name}: indexing map {m} reads axis {axis} outside 0..{n - 1}"
+            )
+        index.append(i)
+    return arr[tuple(index)]
+
+
+def _on_domain(
+    arr: Any, dims: Sequence[int] | None, m: AffineMap, sizes: Sequence[int], op: Operation
+) -> Any:
+    """``arr`` viewed with one axis per loop dim (size 1 where it does not vary): a transpose
+    and a reshape inserting unit axes, which numpy does without copying."""
     if not isinstance(arr, np.ndarray):
         return arr
-    order = sorted(range(len(dims)), key=lambda i: dims[i])
+    if dims is None:
+        return _gather(arr, m, sizes, op)
+    order = sorted(range(len(dims)), key=dims.__getitem__)
     view = arr.transpose(order) if order != list(range(len(dims))) else arr
-    shape = [1] * rank
+    shape = [1] * len(sizes)
     for i in order:
         shape[dims[i]] = arr.shape[i]
     return view.reshape(shape)
@@ -296,50 +447,151 @@ def _from_domain(arr: np.ndarray, dims: Sequence[int], shape: Sequence[int]) -> 
     return np.broadcast_to(moved, shape)
 
 
-def run_generic(
-    interpreter: Interpreter, op: linalg.GenericOp, args: Sequence[Any]
+def _contract(plan: _Plan, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    key = (a.shape, b.shape)
+    if key not in plan.matmuls:
+        plan.matmuls[key] = _matmul_plan(plan.subscripts, a, b)
+    mm = plan.matmuls[key]
+    if mm is None:
+        return np.einsum(plan.subscripts, a, b)
+    product = np.matmul(
+        a.transpose(mm.perm_a).reshape(mm.shape_a), b.transpose(mm.perm_b).reshape(mm.shape_b)
+    )
+    return product.reshape(mm.shape_out).transpose(mm.perm_out)
+
+
+def run_structured(
+    interpreter: Interpreter, op: Structured, args: Sequence[Any]
 ) -> tuple[np.ndarray, ...]:
-    """The results of ``op`` on ``args`` (ins then outs), computed on whole arrays."""
+    """The results of ``op`` on ``args`` (ins then outs), each in storage of its own."""
     plan = _plan(op)
     n_in = plan.n_in
     if plan.kind == "contraction":
         i, j = plan.factors
         a, b = (np.asarray(args[k], dtype=plan.product_dtype) for k in (i, j))
-        if plan.matmul is None:
-            plan.matmul = _matmul_plan(plan.subscripts, a, b)
         product = _contract(plan, a, b)
         return (np.asarray(args[n_in] + product, dtype=plan.out_dtypes[0]),)
-
-    sizes = [1] * plan.rank
-    for arr, ds in zip(args, plan.dims, strict=True):
-        if isinstance(arr, np.ndarray):
-            for axis, d in enumerate(ds):
-                sizes[d] = arr.shape[axis]
-    views = [_on_domain(a, d, plan.rank) for a, d in zip(args, plan.dims, strict=True)]
-    assert plan.body is not None
+    sizes = _sizes(plan, args, op)
+    if plan.body is None:
+        return _run_points(interpreter, op, plan, args, sizes)
+    views = [
+        _on_domain(a, d, m, sizes, op) for a, d, m in zip(args, plan.views, plan.maps, strict=True)
+    ]
     if plan.kind == "reduction":
         assert plan.ufunc is not None
-        (value,) = plan.body.run(interpreter, views[:n_in], sizes)
-        full = np.broadcast_to(value, sizes)
-        reduced = plan.ufunc.reduce(full, axis=plan.reduce_axes)
-        shaped = _from_domain(reduced, plan.dims[n_in], args[n_in].shape)
-        return (np.asarray(plan.ufunc(args[n_in], shaped), dtype=plan.out_dtypes[0]),)
-    values = plan.body.run(interpreter, views, sizes)
-    results = []
-    for k, value in enumerate(values):
-        domain = np.broadcast_to(value, sizes)
-        out = _from_domain(domain, plan.dims[n_in + k], args[n_in + k].shape)
-        results.append(np.array(out, dtype=plan.out_dtypes[k]))
-    return tuple(results)
+        out = args[n_in]
+        if any(sizes[d] == 0 for d in plan.reduce_axes):
+            return (np.array(out, dtype=plan.out_dtypes[0]),)  # nothing to combine
+        (value,) = plan.body.run(interpreter, views[:n_in], lambda d: axis_values(sizes, d))
+        reduced = plan.ufunc.reduce(np.broadcast_to(value, sizes), axis=plan.reduce_axes)
+        shaped = _from_domain(reduced, plan.out_dims[0], out.shape)
+        return (np.asarray(plan.ufunc(out, shaped), dtype=plan.out_dtypes[0]),)
+    if plan.kind == "map":
+        values = plan.body.run(interpreter, views, lambda d: axis_values(sizes, d))
+        values = _yielded(values, plan, op)
+        return tuple(
+            np.array(_from_domain(np.broadcast_to(v, sizes), dims, out.shape), dtype=dtype)
+            for v, dims, out, dtype in zip(
+                values, plan.out_dims, args[n_in:], plan.out_dtypes, strict=True
+            )
+        )
+    return _run_loop(interpreter, op, plan, args, sizes, views)
 
 
-def _dtype(t: Any) -> np.dtype:
-    assert isinstance(t, TensorType)
-    return numpy_dtype(t.element_type)
+def _yielded(values: list[Any], plan: _Plan, op: Operation) -> list[Any]:
+    if len(values) != len(plan.out_dims):
+        raise InterpretationError(
+            f"{op.name}: its body yields {len(values)} values for {len(plan.out_dims)} outputs"
+        )
+    return values
 
 
-def _loop_index(sizes: list[int], dim: int) -> np.ndarray:
-    """``linalg.index dim`` on a loop domain: an arange along that dim, broadcastable."""
-    shape = [1] * len(sizes)
-    shape[dim] = sizes[dim]
-    return np.arange(sizes[dim], dtype=np.int64).reshape(shape)
+def _at(view: Any, fixed: dict[int, int]) -> Any:
+    """``view`` (one axis per loop dim) at the fixed loops, keeping every axis."""
+    if not isinstance(view, np.ndarray):
+        return view
+    index = tuple(
+        slice(fixed[d], fixed[d] + 1) if d in fixed and n > 1 else slice(None)
+        for d, n in enumerate(view.shape)
+    )
+    return view[index]
+
+
+def _fresh_outputs(plan: _Plan, args: Sequence[Any]) -> list[np.ndarray]:
+    return [
+        np.array(a, dtype=dtype, copy=True)
+        for a, dtype in zip(args[plan.n_in :], plan.out_dtypes, strict=True)
+    ]
+
+
+def _run_loop(
+    interpreter: Interpreter,
+    op: Operation,
+    plan: _Plan,
+    args: Sequence[Any],
+    sizes: list[int],
+    views: list[Any],
+) -> tuple[np.ndarray, ...]:
+    """The loops some output does not follow one by one, in order; the body on arrays over
+    the others (each output follows them all, so no two of their points meet)."""
+    assert plan.body is not None
+    outs = _fresh_outputs(plan, args)
+    out_views = [
+        _on_domain(o, d, m, sizes, op)
+        for o, d, m in zip(outs, plan.out_dims, plan.maps[plan.n_in :], strict=True)
+    ]
+    followed = set.intersection(*(set(d) for d in plan.out_dims))
+    seq = [d for d in range(plan.rank) if d not in followed]
+    for point in itertools.product(*(range(sizes[d]) for d in seq)):
+        fixed = dict(zip(seq, point, strict=True))
+        current = [_at(v, fixed) for v in out_views]
+
+        def index(d: int, fixed: dict[int, int] = fixed) -> Any:
+            return np.int64(fixed[d]) if d in fixed else axis_values(sizes, d)
+
+        ins = [_at(v, fixed) for v in views[: plan.n_in]]
+        values = _yielded(plan.body.run(interpreter, [*ins, *current], index), plan, op)
+        for cur, value in zip(current, values, strict=True):
+            cur[...] = np.broadcast_to(value, cur.shape)
+    return tuple(outs)
+
+
+def points_of(interpreter: Interpreter) -> list[tuple[int, ...]]:
+    """The stack of domain points a body is being run at, point by point (innermost last):
+    what ``linalg.index`` reads there."""
+    return vars(interpreter).setdefault("_tp_linalg_points", [])
+
+
+def _run_points(
+    interpreter: Interpreter, op: Structured, plan: _Plan, args: Sequence[Any], sizes: list[int]
+) -> tuple[np.ndarray, ...]:
+    """The loop nest as written: the body through the interpreter at every point, in order."""
+    outs = _fresh_outputs(plan, args)
+    stack = points_of(interpreter)
+    region = op.region if isinstance(op, linalg.ReduceOp) else op.body
+    for point in itertools.product(*(range(n) for n in sizes)):
+        ins = []
+        for arr, m in zip(args[: plan.n_in], plan.maps[: plan.n_in], strict=True):
+            ins.append(arr[_element(arr, m, point, op)] if isinstance(arr, np.ndarray) else arr)
+        where = [tuple(point[d] for d in dims) for dims in plan.out_dims]
+        current = [o[w] for o, w in zip(outs, where, strict=True)]
+        stack.append(point)
+        try:
+            values = interpreter.run_ssacfg_region(region, (*ins, *current), "linalg body")
+        finally:
+            stack.pop()
+        for o, w, v in zip(outs, where, _yielded(list(values), plan, op), strict=True):
+            o[w] = v
+    return tuple(outs)
+
+
+def _element(
+    arr: np.ndarray, m: AffineMap, point: tuple[int, ...], op: Operation
+) -> tuple[int, ...]:
+    index = m.eval(point, [])
+    for axis, (i, n) in enumerate(zip(index, arr.shape, strict=True)):
+        if not 0 <= i < n:
+            raise InterpretationError(
+                f"{op.name}: indexing map {m} reads axis {axis} outside 0..{n - 1}"
+            )
+    return index

@@ -21,16 +21,12 @@ shares init tensors between ops).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
 import numpy as np
-from xdsl.dialects import arith, tensor
-from xdsl.dialects.builtin import (
-    DenseIntOrFPElementsAttr,
-    TensorType,
-)
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType
+from xdsl.dialects.linalg import Linalg
 from xdsl.dialects.linalg import ops as linalg
+from xdsl.dialects.linalg.abstract_ops import LinalgStructuredOperation
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
@@ -55,30 +51,50 @@ from tp_dialect.ops import (
     YieldOp,
 )
 from tp_dialect.runtime.arrays import slice_of
-from tp_dialect.runtime.linalg_exec import run_generic
+from tp_dialect.runtime.control_impls import ControlFunctions
+from tp_dialect.runtime.impl_state import MAX_LOOP_ITERATIONS, own_storage
+from tp_dialect.runtime.linalg_exec import points_of, run_structured
 from tp_dialect.runtime.progress import tick
-from tp_dialect.runtime.scalar_ops import KERNEL_OPS, kernel_for, result_dtype
+from tp_dialect.runtime.scalar_ops import KERNEL_OPS, cached_kernel, kernel_for, result_dtype
+from tp_dialect.runtime.tensor_impls import TensorFunctions
+from tp_dialect.runtime.view_impls import ViewFunctions
 
-_DYNAMIC = -(2**63)
-
-
-def own_storage(value: Any) -> Any:
-    """``value`` in storage of its own (an array copied; a scalar is already a value)."""
-    return np.array(value, copy=True) if isinstance(value, np.ndarray) else value
+# Every structured linalg op xDSL defines (generic and the named ops), run by its maps and
+# body; linalg.reduce too, which xDSL does not make one.
+STRUCTURED_OPS: tuple[type[Operation], ...] = (
+    *(
+        op
+        for op in Linalg.operations
+        if isinstance(op, type) and issubclass(op, LinalgStructuredOperation)
+    ),
+    linalg.ReduceOp,
+)
 
 
 def _run_kernel(
     self: InterpreterFunctions, interpreter: Interpreter, op: Operation, args: PythonValues
 ) -> PythonValues:
-    kernel = kernel_for(op)
-    assert kernel is not None
-    return (kernel(*args),)
+    kernel = cached_kernel(op)
+    if kernel is None:
+        raise InterpretationError(f"{op.name} of this type has no numpy kernel")
+    value = kernel(*args)
+    return tuple(value) if len(op.results) > 1 else (value,)
+
+
+def _run_structured(
+    self: InterpreterFunctions, interpreter: Interpreter, op: Operation, args: PythonValues
+) -> PythonValues:
+    results = run_structured(interpreter, op, args)  # type: ignore[arg-type]
+    tick(ran=1)
+    return results
 
 
 @register_impls
-class NumpyFunctions(InterpreterFunctions):
-    """arith, math, tensor, linalg and tp source ops on numpy values, with value semantics
-    or (``storage=True``) storage semantics for in-place updates (see the module docstring)."""
+class NumpyFunctions(ControlFunctions, TensorFunctions, ViewFunctions):
+    """Every op the certificate admits (`tp_dialect.analysis.provenance.admitted_kinds`) on
+    numpy values — arith, math, tensor, linalg, scf, affine, bufferization, memref views,
+    vector and tp's own ops — with value semantics or (``storage=True``) storage semantics
+    for in-place updates (see the module docstring)."""
 
     def __init__(
         self, placed: dict[ShardOp, np.ndarray] | None = None, storage: bool = False
@@ -86,11 +102,7 @@ class NumpyFunctions(InterpreterFunctions):
         # Slices the host already loaded onto chips: tp.shard returns these, uncut.
         self.placed = placed if placed is not None else {}
         self.storage = storage
-
-    def _fresh(self, value: Any) -> Any:
-        """A result that may be a view of an operand, given storage of its own when in-place
-        updates are real (a view would see a later update of the operand)."""
-        return own_storage(value) if self.storage else value
+        self.iterations_left = MAX_LOOP_ITERATIONS
 
     # -- arith / math ------------------------------------------------------------------
 
@@ -114,89 +126,37 @@ class NumpyFunctions(InterpreterFunctions):
             raise InterpretationError(f"arith.constant of {value} is not supported")
         return (kernel(),)
 
-    # -- tensor ------------------------------------------------------------------------
-
-    @impl(tensor.EmptyOp)
-    def run_empty(self, interpreter: Interpreter, op: tensor.EmptyOp, args: PythonValues):
-        t = op.tensor.type
-        assert isinstance(t, TensorType)
-        return (np.zeros(tuple(t.get_shape()), numpy_dtype(t.element_type)),)
-
-    @impl(tensor.ExtractSliceOp)
-    def run_extract_slice(
-        self, interpreter: Interpreter, op: tensor.ExtractSliceOp, args: PythonValues
-    ):
-        index = _slice_index(op, args[1:], np.shape(args[0]))
-        return (self._fresh(np.ascontiguousarray(args[0][index])),)
-
-    @impl(tensor.InsertSliceOp)
-    def run_insert_slice(
-        self, interpreter: Interpreter, op: tensor.InsertSliceOp, args: PythonValues
-    ):
-        # Storage semantics: the destination's own storage is overwritten, and the result
-        # IS that storage (touch.storage says the same); value semantics: an updated copy.
-        dest = args[1] if self.storage else args[1].copy()
-        if not dest.flags.writeable:
-            raise InterpretationError(
-                f"tensor.insert_slice into %{op.dest.name_hint or '?'}: its storage is "
-                "read-only, so it cannot be updated in place"
-            )
-        index = _slice_index(op, args[2:], dest.shape)
-        window = dest[index]
-        if np.size(args[0]) != window.size:
-            raise InterpretationError(
-                f"'{op.name}': the source's {np.size(args[0])} elements do not fill the "
-                f"{list(window.shape)} slice they are inserted into"
-            )
-        dest[index] = np.reshape(args[0], window.shape)
-        return (dest,)
-
-    @impl(tensor.ExpandShapeOp)
-    def run_expand(self, interpreter: Interpreter, op: tensor.ExpandShapeOp, args: PythonValues):
-        return (self._fresh(args[0].reshape(_shape(op))),)
-
-    @impl(tensor.CollapseShapeOp)
-    def run_collapse(
-        self, interpreter: Interpreter, op: tensor.CollapseShapeOp, args: PythonValues
-    ):
-        return (self._fresh(args[0].reshape(_shape(op))),)
-
-    @impl(tensor.ConcatOp)
-    def run_concat(self, interpreter: Interpreter, op: tensor.ConcatOp, args: PythonValues):
-        return (np.concatenate(args, axis=op.dim.value.data),)
-
-    @impl(tensor.ExtractOp)
-    def run_extract(self, interpreter: Interpreter, op: tensor.ExtractOp, args: PythonValues):
-        return (args[0][tuple(int(i) for i in args[1:])],)
-
-    @impl(tensor.SplatOp)
-    def run_splat(self, interpreter: Interpreter, op: tensor.SplatOp, args: PythonValues):
-        return (np.full(_shape(op), args[0], result_dtype(op)),)
-
     # -- linalg ------------------------------------------------------------------------
 
-    @impl(linalg.GenericOp)
-    def run_generic(self, interpreter: Interpreter, op: linalg.GenericOp, args: PythonValues):
-        results = run_generic(interpreter, op, args)
-        tick(ran=1)
-        return results
+    for _op in STRUCTURED_OPS:
+        if _op is not linalg.FillOp:
+            locals()[f"run_{_op.name}"] = impl(_op)(_run_structured)
+    del _op
+
+    @impl(linalg.FillOp)  # its plan's answer, without running a body at every element
+    def run_fill(self, interpreter: Interpreter, op: linalg.FillOp, args: PythonValues):
+        n_in = len(op.inputs)
+        return tuple(np.full(np.shape(out), args[0], out.dtype) for out in args[n_in:])
+
+    @impl(linalg.BroadcastOp)
+    def run_linalg_broadcast(
+        self, interpreter: Interpreter, op: linalg.BroadcastOp, args: PythonValues
+    ):
+        source, init = args
+        added = sorted(op.dimensions.get_values())
+        expanded = np.expand_dims(source, tuple(added))
+        return (np.array(np.broadcast_to(expanded, np.shape(init)), dtype=init.dtype),)
 
     @impl(linalg.IndexOp)
     def run_index(self, interpreter: Interpreter, op: linalg.IndexOp, args: PythonValues):
-        raise InterpretationError("linalg.index outside a linalg.generic body")
+        points = points_of(interpreter)
+        if not points:
+            raise InterpretationError("linalg.index outside a linalg op's body")
+        return (np.int64(points[-1][op.dim.value.data]),)
 
     @impl_terminator(linalg.YieldOp)
     def run_linalg_yield(self, interpreter: Interpreter, op: linalg.YieldOp, args: PythonValues):
         return ReturnedValues(args), ()
-
-    @impl(linalg.FillOp)
-    def run_fill(self, interpreter: Interpreter, op: linalg.FillOp, args: PythonValues):
-        n_in = len(op.inputs)
-        return tuple(np.full(out.shape, args[0], out.dtype) for out in args[n_in:])
-
-    @impl(linalg.AddOp)
-    def run_linalg_add(self, interpreter: Interpreter, op: linalg.AddOp, args: PythonValues):
-        return (np.asarray(args[0] + args[1], dtype=result_dtype(op)),)
 
     # -- tp source ops -----------------------------------------------------------------
 
@@ -248,37 +208,6 @@ class NumpyFunctions(InterpreterFunctions):
         return (np.asarray(total, dtype=result_dtype(op)),)
 
 
-def _shape(op: Operation) -> tuple[int, ...]:
-    t = op.results[0].type
-    assert isinstance(t, TensorType)
-    return tuple(t.get_shape())
-
-
-def _slice_index(
-    op: tensor.ExtractSliceOp | tensor.InsertSliceOp,
-    dynamic: Sequence[Any],
-    shape: Sequence[int],
-) -> tuple[slice, ...]:
-    """Offsets/sizes/strides (static, or the dynamic operands in order) as a numpy index
-    into a tensor of ``shape``; InterpretationError when the slice leaves it (a dynamic
-    offset, say a position, out of range: numpy would wrap a negative one silently)."""
-    values = iter(int(v) for v in dynamic)
-    offsets = [next(values) if o == _DYNAMIC else o for o in op.static_offsets.get_values()]
-    sizes = [next(values) if s == _DYNAMIC else s for s in op.static_sizes.get_values()]
-    strides = [next(values) if s == _DYNAMIC else s for s in op.static_strides.get_values()]
-    if len(offsets) != len(shape):
-        raise InterpretationError(
-            f"'{op.name}': {len(offsets)} offsets for a tensor of rank {len(shape)}"
-        )
-    for axis, (o, s, st, n) in enumerate(zip(offsets, sizes, strides, shape, strict=True)):
-        if s < 0 or st < 1 or o < 0 or (s > 0 and o + (s - 1) * st >= n):
-            raise InterpretationError(
-                f"'{op.name}': offset {o}, size {s}, stride {st} along axis {axis} leave "
-                f"its {n} entries"
-            )
-    return tuple(slice(o, o + s * st, st) for o, s, st in zip(offsets, sizes, strides, strict=True))
-
-
 class LocatingInterpreter(Interpreter):
     """xDSL's interpreter, whose failures at an op (an `InterpretationError`: a construct
     the runtime refuses, a slice out of range) name the op: a `RunError`."""
@@ -294,3 +223,6 @@ class LocatingInterpreter(Interpreter):
 
 class RunError(TpDiagnostic):
     """A program that cannot run at ``op`` (on these inputs): located by the tool."""
+
+
+__all__ = ["LocatingInterpreter", "NumpyFunctions", "RunError", "own_storage"]
