@@ -64,7 +64,9 @@ def run_needs(
             8 * math.prod(port.shape)
             for port in ins
             if (port.role == "weight" and random_weights)
-            or (port.role in ("input", "cache") and random_inputs)
+            or (port.role == "cache" and random_inputs)
+            # an integer input (a position) is filled, not drawn
+            or (port.role == "input" and random_inputs and port.numpy_dtype.kind not in "iub")
         ),
         default=0,
     )
