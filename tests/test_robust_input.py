@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from limits import BIN, run_limited
 
@@ -178,6 +178,9 @@ def _reference_depth_crossing(text: str, opening: str, closing: str, mlir: bool)
 
 
 @given(st.text(alphabet='([{<>}])"\\/-=\na', max_size=400), st.integers(0, 80))
+# An escaped line break inside a string (found by Hypothesis): the string goes on.
+@example('[["\n{\\\n"{{', 69)
+@example('<<<"\\\n<<"', 67)
 def test_the_fast_depth_count_is_the_character_walk(text: str, extra: int) -> None:
     deep = "(" * extra + text
     assert first_too_deep(deep, MLIR) == _reference_depth_crossing(deep, "([{<", ")]}>", True)

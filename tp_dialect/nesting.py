@@ -38,11 +38,12 @@ class Brackets:
 MLIR = Brackets(
     "([{<",
     ")]}>",
-    # A string (possessive: linear on an unterminated one), a comment, an arrow and an
-    # affine constraint's `>=`: none opens or closes anything.
-    re.compile(r'"(?:[^"\\\n]++|\\.)*+"|//[^\n]*+|->|>='),
+    # A string (possessive: linear on an unterminated one; an escape takes any character,
+    # a line break too), a comment, an arrow and an affine constraint's `>=`: none opens or
+    # closes anything.
+    re.compile(r'"(?:[^"\\\n]++|\\[\s\S])*+"|//[^\n]*+|->|>='),
 )
-JSON = Brackets("[{", "]}", re.compile(r'"(?:[^"\\]++|\\.)*+"'))
+JSON = Brackets("[{", "]}", re.compile(r'"(?:[^"\\]++|\\[\s\S])*+"'))
 
 
 def deepest(text: str, syntax: Brackets) -> int:
