@@ -79,7 +79,7 @@ def _host_outputs(
             assert coll is not None
             needed += list(coll.operands)
     needed += list(ret.operands)
-    for v in needed:
+    for v in map(lambda v: _handed_back(v, split), needed):
         owner = v.owner
         if isinstance(owner, SectionOp) and (chips := runs_on(owner)):
             out.setdefault(v, min(prov.home(v) & set(chips) or chips))
@@ -96,6 +96,18 @@ def _callee_of(call: CallOp) -> FuncOp:
     f = callee(call)
     assert f is not None
     return f
+
+
+def _handed_back(value: SSAValue, split: dict[FuncOp, ChipFunctions]) -> SSAValue:
+    """``value``, or for a lowered call's result that is one of its callee's own arguments
+    handed straight back, the caller's operand for that argument (followed through calls):
+    no chip computes it, so the host takes it where the caller had it."""
+    while isinstance(call := value.owner, CallOp) and callee(call) in split:
+        inner = split[_callee_of(call)].returned[value.index]  # type: ignore[attr-defined]
+        if not (isinstance(inner, BlockArgument) and inner.owner is _callee_of(call).body.block):
+            break
+        value = call.arguments[inner.index]
+    return value
 
 
 LowerCall = Callable[[CallOp, int, dict[Any, SSAValue], Block], None]
@@ -188,16 +200,28 @@ def split_programs(
             for j, v in enumerate(returned):
                 if v is inner:
                     mapping[call.results[j]] = r
-        for j, v in enumerate(returned):  # an argument handed straight back
-            if isinstance(v, BlockArgument) and call.results[j] not in mapping:
+        for j, v in enumerate(returned):
+            if call.results[j] in mapping:
+                continue
+            if isinstance(v, BlockArgument):  # an argument handed straight back
                 if (arg := call.arguments[v.index]) in mapping:
                     mapping[call.results[j]] = mapping[arg]
+            elif is_constant(v.owner):  # type: ignore[arg-type]  # every chip holds its own
+                into.add_op(const := v.owner.clone())  # type: ignore[union-attr]
+                mapping[call.results[j]] = const.results[0]
+                returned_constants.append(const)
 
     host: dict[Any, SSAValue] = {}
+    returned_constants: list[Operation] = []  # a callee's constant results, cloned per chip
     for c, plan in plans.items():
         outputs = [v for v, owner in owners.items() if owner == c]
         body, inputs, mapping = chip_block(func, plan, c, lower_call)
         body.add_op(FinishOp(*[mapping[v] for v in outputs]))
+        for const in returned_constants:
+            if not const.results[0].uses:  # nothing on this chip reads it
+                const.detach()
+                const.erase()
+        returned_constants.clear()
         program = ChipProgramOp(c, inputs, Region(body), [mapping[v].type for v in outputs])
         block.insert_op_before(program, first)
         for v, r in zip(outputs, program.outputs, strict=True):
@@ -206,16 +230,21 @@ def split_programs(
     for s in sections:
         if isinstance(s, CallOp):
             _host_stores(s, split[_callee_of(s)], tags[s], host, block, first)
+            for j, v in enumerate(split[_callee_of(s)].returned):
+                if s.results[j] not in host and is_constant(v.owner):  # type: ignore[arg-type]
+                    block.insert_op_before(const := v.owner.clone(), first)  # type: ignore[union-attr]
+                    host[s.results[j]] = const.results[0]
         elif not runs_on(s):  # the host's own statement: a store of chip outputs
             coll = collective(s)
             assert coll is not None
-            store = coll.clone(value_mapper=dict(host))
+            mapper = {v: host.get(u, u) for v in coll.operands if (u := _handed_back(v, split))}
+            store = coll.clone(value_mapper=mapper)
             store.results[0].name_hint = s.outs[0].name_hint
             block.insert_op_before(store, first)
             host[s.outs[0]] = store.results[0]
     ret = block.last_op
     assert isinstance(ret, ReturnOp)
-    ret.operands = [host.get(v, v) for v in ret.operands]
+    ret.operands = [host.get(u, u) for u in (_handed_back(v, split) for v in ret.operands)]
     placed = set(stmts)
     for op in reversed([op for op in block.ops if op in placed or isinstance(op, BarrierOp)]):
         op.detach()
