@@ -55,6 +55,7 @@ one-shot all-reduce over N chips, whose N(N-1) transfers each run on their own p
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 
@@ -199,15 +200,15 @@ def span(phases: Sequence[int], times: Sequence[float], barrier: float = 0.0) ->
 
 
 class _Onward:
-    """Per key (a chip, or a chip set), the phases taken so far, each pointing onward to a
-    later phase to try, path-compressed: the first free phase from ``p`` in near-constant
-    time however long a stretch is taken."""
+    """Per chip, the phases taken so far, each pointing onward to a later phase to try,
+    path-compressed: the first free phase from ``p`` in near-constant time however long a
+    stretch is taken."""
 
     def __init__(self) -> None:
-        self.taken: dict[object, dict[int, int]] = {}
+        self.taken: dict[int, dict[int, int]] = {}
 
-    def free_from(self, key: object, p: int) -> int:
-        taken = self.taken.get(key)
+    def free_from(self, chip: int, p: int) -> int:
+        taken = self.taken.get(chip)
         if taken is None or p not in taken:
             return p
         path = []
@@ -218,8 +219,8 @@ class _Onward:
             taken[q] = p
         return p
 
-    def take(self, key: object, p: int) -> None:
-        self.taken.setdefault(key, {})[p] = p + 1
+    def take(self, chip: int, p: int) -> None:
+        self.taken.setdefault(chip, {})[p] = p + 1
 
 
 def _source_order(chips: Sequence[frozenset[int]], preds: Sequence[Sequence[int]]) -> list[int]:
@@ -300,6 +301,30 @@ def _schedules(
 _Priority = tuple[float, ...]
 
 
+class _Waits:
+    """Per chip set, the phases in which a statement on it waits (ready, not yet placed), as
+    sorted disjoint stretches: the first phase from ``p`` in none of them in O(log)."""
+
+    def __init__(self) -> None:
+        self.stretches: dict[frozenset[int], tuple[list[int], list[int]]] = {}
+
+    def skip(self, key: frozenset[int], p: int) -> int:
+        found = self.stretches.get(key)
+        if found is None:
+            return p
+        starts, ends = found
+        k = bisect.bisect_right(starts, p) - 1
+        return ends[k] if k >= 0 and p < ends[k] else p
+
+    def add(self, key: frozenset[int], start: int, end: int) -> None:
+        """Phases ``start`` up to ``end`` (excluded), merged with the stretches they meet."""
+        starts, ends = self.stretches.setdefault(key, ([], []))
+        lo, hi = bisect.bisect_left(ends, start), bisect.bisect_right(starts, end)
+        if lo < hi:
+            start, end = min(start, starts[lo]), max(end, ends[hi - 1])
+        starts[lo:hi], ends[lo:hi] = [start], [end]
+
+
 class _Longest:
     """The longest due statement of each phase (0 where none), as a max tree: the first
     phase from ``p`` whose longest is at least ``t`` in O(log phases)."""
@@ -367,7 +392,7 @@ def _list_schedule(
     if paced is not None:
         latest, times = paced
         longest = _Longest(max(latest, default=-1) + 1)
-        waits = _Onward()  # per chip set: phases where a better statement on it waits
+        waits = _Waits()  # per chip set: phases where a better statement on it waits
         left: dict[frozenset[int], int] = {}  # per chip set: its statements not placed yet
         for cs in chips:
             left[cs] = left.get(cs, 0) + 1
@@ -384,7 +409,7 @@ def _list_schedule(
             for c in cs:
                 q = max(q, free.free_from(c, q))
             if paced is not None:
-                q = longest.first_at_least(waits.free_from(cs, q), times[i])
+                q = longest.first_at_least(waits.skip(cs, q), times[i])
             if busy and q < cap:  # a statement on no chip is reached only while a chip is free
                 while all_chips and busy[q] >= len(all_chips):
                     q += 1
@@ -399,11 +424,8 @@ def _list_schedule(
                 )
                 longest.raise_to(p, times[i])
             left[cs] -= 1
-            if left[cs]:  # the worse ones on these chips wait while it waits
-                q = waits.free_from(cs, ready)
-                while q < p:
-                    waits.take(cs, q)
-                    q = waits.free_from(cs, q + 1)
+            if left[cs] and ready < p:  # the worse ones on these chips wait while it waits
+                waits.add(cs, ready, p)
         phases[i] = p
         for c in cs:
             free.take(c, p)
