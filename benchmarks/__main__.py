@@ -8,6 +8,7 @@ from benchmarks import (
     model_qwen3,
     outline,
     parse_print,
+    pass_growth,
     passes_scaling,
     relay_scaling,
     split,
@@ -18,6 +19,7 @@ def main() -> None:
     parse_print.main()
     decode_step.main()
     passes_scaling.main()
+    pass_growth.main()
     relay_scaling.main()
     split.main()
     outline.main()

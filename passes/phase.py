@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import CallOp, FuncOp
 from xdsl.ir import Block
 from xdsl.passes import ModulePass
@@ -44,6 +44,7 @@ from tp_dialect.analysis.machine import Machine, MachineError, machine_from
 from tp_dialect.analysis.phases import ORDERS, arrange, phase_of, span, statement_time
 from tp_dialect.analysis.touch import SectionTouch, is_constant, statements, touch
 from tp_dialect.analysis.values import callee
+from tp_dialect.attrs import i64_attr
 from tp_dialect.certificate import kept
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.grid import stated_chips
@@ -117,23 +118,14 @@ def order_phases(
     terminator = block.last_op
     assert terminator is not None
     sequence, closes = arrange(phases)
-    tags = _Tags()
     for i, last in zip(sequence, closes, strict=True):
         op = stmts[i]
         op.detach()
-        op.attributes[PHASE_ATTR] = tags[phases[i]]
+        op.attributes[PHASE_ATTR] = i64_attr(phases[i])
         block.insert_op_before(op, terminator)
         if last:
             block.insert_op_before(BarrierOp(phases[i]), terminator)
     return Phased(max(phases, default=-1) + 1, span(phases, times, machine.barrier_latency))
-
-
-class _Tags(dict[int, IntegerAttr]):
-    """``tp.phase`` values, one attribute per phase (attributes are immutable)."""
-
-    def __missing__(self, k: int) -> IntegerAttr:
-        tag = self[k] = IntegerAttr(k, i64)
-        return tag
 
 
 def renumber(block: Block) -> int:
@@ -149,7 +141,6 @@ def renumber(block: Block) -> int:
         if op is not first:
             op.detach()
             block.insert_op_before(op, first)  # type: ignore[arg-type]
-    tags = _Tags()
     phase, open_ = 0, False
     for op in list(block.ops):
         if isinstance(op, BarrierOp):
@@ -157,10 +148,10 @@ def renumber(block: Block) -> int:
                 op.detach()
                 op.erase()
                 continue
-            op.phase = tags[phase]  # type: ignore[misc]
+            op.phase = i64_attr(phase)  # type: ignore[misc]
             phase, open_ = phase + 1, False
         elif PHASE_ATTR in op.attributes:
-            op.attributes[PHASE_ATTR] = tags[phase]
+            op.attributes[PHASE_ATTR] = i64_attr(phase)
             open_ = True
     return phase
 

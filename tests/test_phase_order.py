@@ -4,6 +4,8 @@ The references are none of the code under test:
 
 - the seed's placement, copied below as it was (`_seed_phase_of`): ``order=source`` gives
   exactly its phases, on random statements and on generated programs;
+- the list schedules built phase by phase, as the rule says (`_phase_by_phase`): the
+  schedules critical-path chooses from, built statement by statement, are exactly these;
 - the dependency rules written pairwise (`_depends`): every schedule tp-phase may choose puts
   each statement after everything it depends on and keeps chips apart within a phase;
 - hand-computed cases;
@@ -29,6 +31,7 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from tp_dialect.analysis.machine import MACHINES
 from tp_dialect.analysis.phases import (
     _schedules,  # every schedule critical-path chooses from, not only the winner
+    _source_order,  # the seed's placement (checked against the seed's own code below)
     bottom_levels,
     dependencies,
     phase_of,
@@ -88,6 +91,77 @@ def _seed_phase_of(touches: Sequence[SectionTouch]) -> list[int]:
         record(copied, t.copies, p)
         phases.append(p)
     return phases
+
+
+def _phase_by_phase(
+    chips: Sequence[frozenset[int]],
+    before: Sequence[Sequence[int]],
+    priority: Sequence[tuple],
+    paced: tuple[Sequence[int], Sequence[float]] | None = None,
+) -> list[int]:
+    """A list schedule as its rule reads, one phase at a time: paced, the phase's due
+    statements (its latest) first; then the ready statements (everything in ``before``
+    placed in an earlier phase) by ascending priority, each placed while its chips are free
+    (paced: and it is no longer than the longest due one), a chip set whose first candidate
+    is refused refused whole for the phase; empty phases dropped."""
+    n = len(chips)
+    phases = [-1] * n
+    p = out = 0
+    while -1 in phases:
+        ready = [i for i in range(n) if phases[i] < 0 and all(phases[b] >= 0 for b in before[i])]
+        busy: set[int] = set()
+        placed = []
+        longest = float("inf")
+        if paced is not None:
+            longest = 0.0
+            for i in ready:
+                if paced[0][i] == p:
+                    assert not chips[i] & busy
+                    placed.append(i)
+                    busy |= chips[i]
+                    longest = max(longest, paced[1][i])
+        refused: set[frozenset[int]] = set()
+        for i in sorted(ready, key=lambda i: priority[i]):
+            if i in placed or chips[i] in refused:
+                continue
+            if chips[i] & busy or (paced is not None and paced[1][i] > longest):
+                refused.add(chips[i])
+                continue
+            placed.append(i)
+            busy |= chips[i]
+        for i in placed:
+            phases[i] = out
+        out += bool(placed)
+        p += 1
+    return phases
+
+
+def _phase_by_phase_schedules(
+    chips: Sequence[frozenset[int]], preds: Sequence[Sequence[int]], times: Sequence[float]
+) -> list[list[int]]:
+    """The seed's placement, the bottom-level list schedule and each paced by the latest
+    phases it leaves (the module's composition), each list schedule by `_phase_by_phase`."""
+    n = len(chips)
+    succs: list[list[int]] = [[] for _ in range(n)]
+    for j, before in enumerate(preds):
+        for i in before:
+            succs[i].append(j)
+    level = bottom_levels(preds, times)
+    bases = [
+        _source_order(chips, preds),
+        _phase_by_phase(chips, preds, [(-level[i], i) for i in range(n)]),
+    ]
+    schedules = list(bases)
+    for base in bases:
+        end = max(base, default=-1)
+        back = _phase_by_phase(chips, succs, [(-base[i], -i) for i in range(n)])
+        latest = [end - b for b in back]
+        schedules.append(
+            _phase_by_phase(
+                chips, preds, [(latest[i], -level[i], i) for i in range(n)], (latest, times)
+            )
+        )
+    return schedules
 
 
 def _depends(a: SectionTouch, b: SectionTouch) -> bool:
@@ -168,6 +242,29 @@ def test_every_schedule_keeps_dependencies_and_chips_apart(case) -> None:
     _assert_valid(touches, source)
     _assert_valid(touches, critical)
     assert _phase_model(critical, times, barrier) <= _phase_model(source, times, barrier) + 1e-9
+
+
+@settings(max_examples=300, **SETTINGS)
+@given(_statements())
+def test_schedules_are_the_phase_by_phase_ones(case) -> None:
+    """Built statement by statement, every schedule critical-path chooses from is the one
+    built phase by phase (unit times too)."""
+    touches, times, _ = case
+    chips = [t.chips for t in touches]
+    preds = dependencies(touches)
+    for ts in (times, [1.0] * len(times)):
+        assert _schedules(chips, preds, ts) == _phase_by_phase_schedules(chips, preds, ts)
+
+
+@pytest.mark.parametrize("algorithm", ["fold", "oneshot", "twoshot", "ring"])
+def test_schedules_of_generated_programs_are_the_phase_by_phase_ones(algorithm: str) -> None:
+    module = program(tiny(chips=4, layers=1)).clone()
+    apply(module, f"tp-relocate{{allreduce={algorithm}}},tp-transfers")
+    touches = [touch(op, 4) for op in statements(entry_function(module))]  # type: ignore[arg-type]
+    chips = [t.chips for t in touches]
+    preds = dependencies(touches)
+    times = statement_times(touches, SN40L, 4)
+    assert _schedules(chips, preds, times) == _phase_by_phase_schedules(chips, preds, times)
 
 
 @pytest.mark.parametrize("chips", [1, 2, 4])
@@ -310,3 +407,11 @@ def test_order_and_machine_options(tmp_path, capsys) -> None:
         assert tp_opt.main([str(src), f"--tp-phase={option}"]) == 1
         err = capsys.readouterr().err.strip()
         assert message in err and "\n" not in err, err
+
+
+@pytest.mark.parametrize("bad", [-1.0, float("nan")])
+def test_a_negative_or_nan_time_is_refused(bad: float) -> None:
+    """Bottom levels rank every statement before its dependants only for times of at least
+    0: a negative or NaN time is refused, not scheduled."""
+    with pytest.raises(ValueError, match="negative or not a number"):
+        phase_of(_FORWARDING, [*_TIMES[:-1], bad])

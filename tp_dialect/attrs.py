@@ -8,19 +8,30 @@ carries it through unchanged, and an op mixing two chips' tensors shows in its t
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
     IntAttr,
+    IntegerAttr,
     NoneAttr,
     TensorType,
+    i64,
 )
 from xdsl.ir import Attribute, ParametrizedAttribute
 from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
+
+
+@functools.lru_cache(maxsize=8192)
+def i64_attr(value: int) -> IntegerAttr:
+    """``value`` as an ``i64`` attribute, built once per value: attributes are immutable, so
+    the ops of a large program (a transfer's chips, a relay step's round) share them rather
+    than build and verify one each."""
+    return IntegerAttr(value, i64)
 
 
 @irdl_attr_definition

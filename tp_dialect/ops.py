@@ -39,7 +39,7 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
-from tp_dialect.attrs import SliceAttr, chip_of
+from tp_dialect.attrs import SliceAttr, chip_of, i64_attr
 from tp_dialect.grid import require_chips
 
 
@@ -421,7 +421,7 @@ class TransferOp(IRDLOperation):
     def __init__(self, value: SSAValue, source: int, dest: int):
         super().__init__(
             operands=[value],
-            properties={"source": IntegerAttr(source, i64), "dest": IntegerAttr(dest, i64)},
+            properties={"source": i64_attr(source), "dest": i64_attr(dest)},
         )
 
     @property
@@ -460,7 +460,7 @@ class BarrierOp(IRDLOperation):
     def __init__(self, phase: int | None = None):
         props: dict[str, Attribute] = {}
         if phase is not None:
-            props["phase"] = IntegerAttr(phase, i64)
+            props["phase"] = i64_attr(phase)
         super().__init__(properties=props)
 
     def verify_(self) -> None:

@@ -31,6 +31,7 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
+from tp_dialect.attrs import i64_attr
 from tp_dialect.grid import require_chips
 from tp_dialect.ops import _check_chip
 
@@ -59,7 +60,7 @@ class ChipProgramOp(IRDLOperation):
             operands=[inputs],
             result_types=[output_types],
             regions=[body],
-            properties={"chip": IntegerAttr(chip, i64)},
+            properties={"chip": i64_attr(chip)},
         )
 
     @property
@@ -180,7 +181,7 @@ class LinkOp(IRDLOperation):
             operands=[sent],
             result_types=[recv_types],
             properties={
-                "index": IntegerAttr(index, i64),
+                "index": i64_attr(index),
                 "send_names": ArrayAttr(StringAttr(n) for n in send_names),
                 "recv_names": ArrayAttr(StringAttr(n) for n in recv_names),
             },
@@ -288,8 +289,8 @@ class RelayRepeatOp(IRDLOperation):
         super().__init__(
             regions=[Region(Block(steps))],
             properties={
-                "count": IntegerAttr(count, i64),
-                "rounds": IntegerAttr(rounds, i64),
+                "count": i64_attr(count),
+                "rounds": i64_attr(rounds),
                 "strides": DenseArrayBase.from_list(i64, list(strides)),
                 "tags": ArrayAttr(StringAttr(t) for t in tags),
             },
@@ -380,9 +381,9 @@ class RunToOp(IRDLOperation):
     def __init__(self, round_: int, chip: int, halt: int):
         super().__init__(
             properties={
-                "round": IntegerAttr(round_, i64),
-                "chip": IntegerAttr(chip, i64),
-                "halt": IntegerAttr(halt, i64),
+                "round": i64_attr(round_),
+                "chip": i64_attr(chip),
+                "halt": i64_attr(halt),
             }
         )
 
@@ -417,10 +418,10 @@ class CopyOp(IRDLOperation):
     def __init__(self, round_: int, tensor: str, source: int, dest: int):
         super().__init__(
             properties={
-                "round": IntegerAttr(round_, i64),
+                "round": i64_attr(round_),
                 "tensor": StringAttr(tensor),
-                "source": IntegerAttr(source, i64),
-                "dest": IntegerAttr(dest, i64),
+                "source": i64_attr(source),
+                "dest": i64_attr(dest),
             }
         )
 

@@ -47,13 +47,15 @@ Where that leaves a choice, one of two orders places the statements:
   the seed's placement on the machine, a paced one in no more phases than the schedule it
   paces.
 
-Every schedule is a list schedule over the dependency graph — ready statements kept in one
-priority queue per chip set — so the whole stays near-linear.
+Every schedule is a list schedule over the dependency graph, built statement by statement in
+priority order, each into the first phase its dependencies and chips allow (each chip's taken
+phases pointing onwards), so the whole stays near-linear in the statements — also for a
+one-shot all-reduce over N chips, whose N(N-1) transfers each run on their own pair of chips.
 """
 
 from __future__ import annotations
 
-import heapq
+import bisect
 import math
 from collections.abc import Sequence
 
@@ -161,6 +163,8 @@ def phase_of(
         times = [1.0] * len(touches)
     if len(times) != len(touches):
         raise ValueError(f"{len(times)} times for {len(touches)} statements")
+    if not all(t >= 0 for t in times):  # NaN too: a bottom level must not undercut a dependant's
+        raise ValueError("a statement's time is negative or not a number")
     return _critical_path(chips, preds, times, barrier)
 
 
@@ -195,15 +199,18 @@ def span(phases: Sequence[int], times: Sequence[float], barrier: float = 0.0) ->
     return sum(longest.values()) + barrier * len(longest)
 
 
-def _source_order(chips: Sequence[frozenset[int]], preds: Sequence[Sequence[int]]) -> list[int]:
-    """The seed's placement: in source order, the earliest phase after the statement's
-    dependencies where all its chips are free. Each chip's taken phases point onwards to a
-    later candidate (path-compressed), so a statement free to start early on a chip that is
-    busy for a long stretch skips the stretch instead of probing it phase by phase."""
-    onward: dict[int, dict[int, int]] = {}  # chip -> taken phase -> a later phase to try
+class _Onward:
+    """Per chip, the phases taken so far, each pointing onward to a later phase to try,
+    path-compressed: the first free phase from ``p`` in near-constant time however long a
+    stretch is taken."""
 
-    def free_from(c: int, p: int) -> int:
-        taken = onward.setdefault(c, {})
+    def __init__(self) -> None:
+        self.taken: dict[int, dict[int, int]] = {}
+
+    def free_from(self, chip: int, p: int) -> int:
+        taken = self.taken.get(chip)
+        if taken is None or p not in taken:
+            return p
         path = []
         while p in taken:
             path.append(p)
@@ -212,13 +219,23 @@ def _source_order(chips: Sequence[frozenset[int]], preds: Sequence[Sequence[int]
             taken[q] = p
         return p
 
+    def take(self, chip: int, p: int) -> None:
+        self.taken.setdefault(chip, {})[p] = p + 1
+
+
+def _source_order(chips: Sequence[frozenset[int]], preds: Sequence[Sequence[int]]) -> list[int]:
+    """The seed's placement: in source order, the earliest phase after the statement's
+    dependencies where all its chips are free. Each chip's taken phases point onward to a
+    later candidate (`_Onward`), so a statement free to start early on a chip that is busy
+    for a long stretch skips the stretch instead of probing it phase by phase."""
+    free = _Onward()
     phases: list[int] = []
     for cs, before in zip(chips, preds, strict=True):
         p = max((phases[i] for i in before), default=-1) + 1
-        while (q := max((free_from(c, p) for c in cs), default=p)) != p:
+        while (q := max((free.free_from(c, p) for c in cs), default=p)) != p:
             p = q
         for c in cs:
-            onward.setdefault(c, {})[p] = p + 1
+            free.take(c, p)
         phases.append(p)
     return phases
 
@@ -259,7 +276,7 @@ def _schedules(
     level = bottom_levels(preds, times)
     bases = [
         _source_order(chips, preds),
-        _list_schedule(chips, preds, succs, [(-level[i], i) for i in range(n)]),
+        _list_schedule(chips, preds, [(-level[i], i) for i in range(n)]),
     ]
     schedules = list(bases)
     for base in bases:
@@ -268,13 +285,12 @@ def _schedules(
         # backward phase takes all of that phase of ``base``, on disjoint chips, before
         # anything else, so no statement lands before its phase in ``base``).
         end = max(base, default=-1)
-        back = _list_schedule(chips, succs, preds, [(-base[i], -i) for i in range(n)])
+        back = _list_schedule(chips, succs, [(-base[i], -i) for i in range(n)])
         latest = [end - b for b in back]
         schedules.append(
             _list_schedule(
                 chips,
                 preds,
-                succs,
                 [(latest[i], -level[i], i) for i in range(n)],
                 (latest, times),
             )
@@ -285,10 +301,69 @@ def _schedules(
 _Priority = tuple[float, ...]
 
 
+class _Waits:
+    """Per chip set, the phases in which a statement on it waits (ready, not yet placed), as
+    sorted disjoint stretches: the first phase from ``p`` in none of them in O(log)."""
+
+    def __init__(self) -> None:
+        self.stretches: dict[frozenset[int], tuple[list[int], list[int]]] = {}
+
+    def skip(self, key: frozenset[int], p: int) -> int:
+        found = self.stretches.get(key)
+        if found is None:
+            return p
+        starts, ends = found
+        k = bisect.bisect_right(starts, p) - 1
+        return ends[k] if k >= 0 and p < ends[k] else p
+
+    def add(self, key: frozenset[int], start: int, end: int) -> None:
+        """Phases ``start`` up to ``end`` (excluded), merged with the stretches they meet."""
+        starts, ends = self.stretches.setdefault(key, ([], []))
+        lo, hi = bisect.bisect_left(ends, start), bisect.bisect_right(starts, end)
+        if lo < hi:
+            start, end = min(start, starts[lo]), max(end, ends[hi - 1])
+        starts[lo:hi], ends[lo:hi] = [start], [end]
+
+
+class _Longest:
+    """The longest due statement of each phase (0 where none), as a max tree: the first
+    phase from ``p`` whose longest is at least ``t`` in O(log phases)."""
+
+    def __init__(self, n: int) -> None:
+        self.size = 1 << max(n - 1, 0).bit_length()
+        self.tree = [-math.inf] * self.size + [0.0] * n + [-math.inf] * (self.size - n)
+        for i in range(self.size - 1, 0, -1):
+            self.tree[i] = max(self.tree[2 * i], self.tree[2 * i + 1])
+
+    def raise_to(self, p: int, t: float) -> None:
+        i = self.size + p
+        while i and self.tree[i] < t:
+            self.tree[i] = t
+            i >>= 1
+
+    def first_at_least(self, p: int, t: float) -> int:
+        """The first phase from ``p`` whose longest is at least ``t`` (the phase count when
+        none is)."""
+        if p >= self.size:
+            return p
+        tree, i = self.tree, self.size + p
+        if tree[i] >= t:
+            return p
+        while True:  # up to the first right neighbour holding such a phase
+            if not i & 1 and tree[i + 1] >= t:
+                i += 1
+                break
+            i >>= 1
+            if i <= 1:
+                return self.size
+        while i < self.size:  # down to its first such phase
+            i = 2 * i if tree[2 * i] >= t else 2 * i + 1
+        return i - self.size
+
+
 def _list_schedule(
     chips: Sequence[frozenset[int]],
     before: Sequence[Sequence[int]],
-    after: Sequence[Sequence[int]],
     priority: Sequence[_Priority],
     paced: tuple[Sequence[int], Sequence[float]] | None = None,
 ) -> list[int]:
@@ -296,77 +371,66 @@ def _list_schedule(
     ascending ``priority`` while their chips are free. With ``paced = (latest, times)``, a
     phase first takes every statement whose latest phase it is (they are ready and on
     disjoint chips, since ``latest`` is itself a schedule), then only ready statements no
-    longer than the longest of those — work with slack waits rather than lengthen a phase —
-    and phases where nothing is placed are dropped.
+    longer than the longest of those — work with slack waits rather than lengthen a phase,
+    and a statement waits behind a better one on the same chips that waits — and phases
+    where nothing is placed are dropped.
 
-    Ready statements wait in one queue per chip set (few: single chips, all chips, the pairs
-    transfers use), and a phase looks only at each queue's head: a queue whose head cannot
-    be placed is passed over whole for the phase, so a phase costs its placements plus the
-    number of queues, not the number of waiting statements."""
+    ``priority`` puts every statement after everything in ``before`` it (bottom levels,
+    reversed phases and latest phases all do), so the phases are built statement by
+    statement in priority order rather than phase by phase: a statement's phase depends only
+    on better ones, all placed by then; it goes into the first phase from where it is ready
+    in which its chips are free (and, paced, the phase's due statements are as long as it
+    and no better statement on its chips waits), else its latest. Each chip's taken phases
+    point onwards (`_Onward`), so no phase is probed twice: near-linear in the statements,
+    whatever the number of distinct chip sets (a one-shot all-reduce over N chips has N(N-1)
+    transfers, each on its own pair of chips)."""
     n = len(chips)
-    waiting = [len(b) for b in before]
-    queues: dict[frozenset[int], list[tuple[_Priority, int]]] = {}
-    heads: list[tuple[_Priority, int]] = []  # each queue's head (and some stale entries)
     all_chips = frozenset(c for cs in chips for c in cs)
-    due: dict[int, list[int]] = {}
-    if paced is not None:
-        for i, p in enumerate(paced[0]):
-            due.setdefault(p, []).append(i)
-
-    def make_ready(j: int) -> None:
-        queue = queues.setdefault(chips[j], [])
-        entry = (priority[j], j)
-        heapq.heappush(queue, entry)
-        if queue[0] == entry:
-            heapq.heappush(heads, entry)
-
-    for j in range(n):
-        if not waiting[j]:
-            make_ready(j)
+    free = _Onward()  # per chip: its taken phases
+    busy = [0] * (n + 1) if not all(chips) else []  # chips taken per phase: no-chip statements
     phases = [-1] * n
-    placed = p = out = 0
-    while placed < n:
-        busy: set[int] = set()
-        done: list[int] = []
-        longest = math.inf
+    if paced is not None:
+        latest, times = paced
+        longest = _Longest(max(latest, default=-1) + 1)
+        waits = _Waits()  # per chip set: phases where a better statement on it waits
+        left: dict[frozenset[int], int] = {}  # per chip set: its statements not placed yet
+        for cs in chips:
+            left[cs] = left.get(cs, 0) + 1
+    for i in sorted(range(n), key=priority.__getitem__):
+        ready = 0
+        for b in before[i]:
+            assert phases[b] >= 0, "a statement is ranked before one it depends on"
+            ready = max(ready, phases[b] + 1)
+        cs = chips[i]
+        cap = latest[i] if paced is not None else n
+        p = ready
+        while p < cap:
+            q = p
+            for c in cs:
+                q = max(q, free.free_from(c, q))
+            if paced is not None:
+                q = longest.first_at_least(waits.skip(cs, q), times[i])
+            if busy and q < cap:  # a statement on no chip is reached only while a chip is free
+                while all_chips and busy[q] >= len(all_chips):
+                    q += 1
+            if q == p:
+                break
+            p = q
         if paced is not None:
-            longest = 0.0
-            for i in due.get(p, ()):
-                if phases[i] < 0:
-                    assert not waiting[i] and not chips[i] & busy, "latest is no schedule"
-                    phases[i] = out
-                    done.append(i)
-                    busy |= chips[i]
-                    longest = max(longest, paced[1][i])
-        passed: dict[frozenset[int], tuple[_Priority, int]] = {}
-        while heads and not (all_chips and busy >= all_chips):
-            entry = heapq.heappop(heads)
-            i = entry[1]
-            queue = queues[chips[i]]
-            if chips[i] in passed or not queue or queue[0] != entry:
-                continue  # stale, or its queue is passed over for this phase
-            if phases[i] < 0 and (chips[i] & busy or (paced is not None and paced[1][i] > longest)):
-                passed[chips[i]] = entry
-                continue
-            heapq.heappop(queue)
-            if queue:
-                heapq.heappush(heads, queue[0])
-            if phases[i] >= 0:
-                continue  # placed as due: drop its queue entry
-            phases[i] = out
-            done.append(i)
-            busy |= chips[i]
-        for entry in passed.values():
-            heapq.heappush(heads, entry)
-        p += 1
-        if not done:
-            assert paced is not None, "nothing could be placed: the dependencies have a cycle"
-            continue
-        out += 1
-        placed += len(done)
-        for i in done:  # their dependants may run from the next phase on
-            for j in after[i]:
-                waiting[j] -= 1
-                if not waiting[j]:
-                    make_ready(j)
-    return phases
+            if p >= cap:  # its latest phase: it is ready, and its chips are free there
+                p = cap
+                assert ready <= p and all(free.free_from(c, p) == p for c in cs), (
+                    "latest is no schedule"
+                )
+                longest.raise_to(p, times[i])
+            left[cs] -= 1
+            if left[cs] and ready < p:  # the worse ones on these chips wait while it waits
+                waits.add(cs, ready, p)
+        phases[i] = p
+        for c in cs:
+            free.take(c, p)
+        if busy:
+            busy[p] += len(cs)
+    used = sorted(set(phases))  # phases where nothing is placed are dropped
+    number = dict(zip(used, range(len(used)), strict=True))
+    return [number[p] for p in phases]
