@@ -43,7 +43,7 @@ from tp_dialect.passes.preconditions import (
     replicated_within,
 )
 from tp_dialect.passes.rewrites import move_op
-from tp_dialect.shims import Shim, TensorParallelShim
+from tp_dialect.shims import Shim, TensorParallelShim, fusion
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,7 @@ def fusion_groups(
     groups: list[list[Operation]] = []
     refusals: list[Refusal] = []
     current: list[Operation] = []
+    grown = None  # the shim's view of ``current``: each op asked as it joins, not the whole
     produced: set[SSAValue] = set()
     for op in func.body.block.ops:
         if work is not None and work.lowered(op) is not None:
@@ -72,8 +73,8 @@ def fusion_groups(
             continue
         if not is_statement(op) or isinstance(op, SectionOp | TransferOp):
             continue
-        if current and any(v in produced for v in op.operands):
-            reason = shim.fits([*current, op])
+        if current and grown is not None and any(v in produced for v in op.operands):
+            reason = grown.admit(op)
             if reason is None:
                 current.append(op)
                 produced.update(op.results)
@@ -81,7 +82,7 @@ def fusion_groups(
             refusals.append(Refusal(op, current[-1], reason))
         if len(current) > 1:
             groups.append(current)
-        current, produced = [op], set(op.results)
+        current, produced, grown = [op], set(op.results), fusion(shim, op)
     if len(current) > 1:
         groups.append(current)
     return groups, refusals

@@ -16,6 +16,7 @@ from xdsl.ir import Operation
 from tp_dialect.analysis.folds import find_folds
 from tp_dialect.analysis.provenance import Provenance
 from tp_dialect.analysis.stats import pipeline_stats
+from tp_dialect.analysis.touch import is_statement
 from tp_dialect.attrs import chip_of
 from tp_dialect.ops import AllReduceOp, SectionOp, YieldOp
 from tp_dialect.program_ops import ChipProgramOp, RelayOp
@@ -25,10 +26,14 @@ from tp_dialect.shims import (
     SHIMS,
     OpClass,
     QuantFormat,
+    Shim,
+    Sn40lShim,
     Support,
     TensorParallelShim,
     classify,
+    fusion,
 )
+from tp_dialect.signature import entry_function
 
 
 @pytest.mark.parametrize("name", sorted(SHIMS))
@@ -135,3 +140,41 @@ def test_fusing_qwen3_keeps_the_numbers_with_fewer_sections_and_phases(chips: in
     for a, b in zip(pipeline_stats(plain), pipeline_stats(fused), strict=True):
         if a.layer.startswith("layer"):
             assert b.sections < a.sections and len(b.phases) < len(a.phases)
+
+
+def _grown_as_whole(module, shim: Shim) -> int:
+    """Grow a fusion from each statement over the ones after it, as tp-fuse does: each
+    ``admit`` answers as ``fits`` on the whole does, and an admitted op joins. The number of
+    answers compared."""
+    ops = [op for op in entry_function(module).body.block.ops if is_statement(op)]
+    asked = 0
+    for i, first in enumerate(ops):
+        grown, members = fusion(shim, first), [first]
+        for op in ops[i + 1 : i + 12]:
+            want = shim.fits([*members, op])
+            assert grown.admit(op) == want, (shim.name(), [m.name for m in members], op.name)
+            asked += 1
+            if want is None:
+                members.append(op)
+    return asked
+
+
+_BASES = [*SHIMS.values(), Sn40lShim(sram_bytes=64.0)]  # a small SRAM: staging refusals too
+
+
+@settings(max_examples=30, **SETTINGS)
+@given(programs())
+def test_a_fusion_grown_op_by_op_answers_as_fits_on_the_whole(prog: Program) -> None:
+    module = parse(prog.text())
+    prov = Provenance(module)
+    for base in _BASES:
+        _grown_as_whole(module, base)
+        _grown_as_whole(module, TensorParallelShim(base, prov))
+
+
+@pytest.mark.parametrize("chips", [1, 2])
+def test_a_fusion_of_qwen3_grown_op_by_op_answers_as_fits_on_the_whole(chips: int) -> None:
+    module = program(tiny(chips=chips, layers=1))
+    prov = Provenance(module)
+    for base in _BASES:
+        assert _grown_as_whole(module, TensorParallelShim(base, prov)) > 0

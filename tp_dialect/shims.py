@@ -180,6 +180,43 @@ class Shim(Protocol):
     def activation(self, consumer: Operation, operand: int) -> QuantFormat | None: ...
 
 
+class Fusion(Protocol):
+    """A fusion grown one op at a time."""
+
+    def admit(self, op: Operation) -> str | None:
+        """Whether the ops so far with ``op`` fit as one fused op (``None``, or why not, as
+        the shim's ``fits`` on them all says); ``op`` joins when they do."""
+        ...
+
+
+class _Whole:
+    """A fusion asked of a shim's ``fits`` on all its ops each time."""
+
+    def __init__(self, shim: Shim, first: Operation) -> None:
+        self.shim, self.ops = shim, [first]
+
+    def admit(self, op: Operation) -> str | None:
+        reason = self.shim.fits([*self.ops, op])
+        if reason is None:
+            self.ops.append(op)
+        return reason
+
+
+def fusion(shim: Shim, first: Operation) -> Fusion:
+    """A fusion starting at ``first``, asked of ``shim``: in time proportional to what each
+    op adds where the shim knows how (`Sn40lShim`, `TensorParallelShim`, the reference),
+    else by ``fits`` on the whole each time."""
+    start = getattr(shim, "fusion", None)
+    return start(first) if start is not None else _Whole(shim, first)
+
+
+class _Fits:
+    """A fusion that always fits (the reference shim's)."""
+
+    def admit(self, op: Operation) -> str | None:
+        return None
+
+
 class ReferenceShim:
     """The permissive reference: everything native, everything fits, values read as is."""
 
@@ -212,6 +249,9 @@ class ReferenceShim:
 
     def fits(self, work: Work) -> str | None:
         return None
+
+    def fusion(self, first: Operation) -> Fusion:
+        return _Fits()
 
     def activation(self, consumer: Operation, operand: int) -> QuantFormat | None:
         return None
@@ -262,30 +302,94 @@ class Sn40lShim:
             if op.results and all(u.operation in ops for r in op.results for u in r.uses)
         )
         if len(ops) > 1 and staged > self.sram_bytes:
-            return (
-                f"its intermediates need {staged / 1e6:.1f} MB of SRAM, the chip has "
-                f"{self.sram_bytes / 1e6:.0f} MB"
-            )
+            return self._too_big(staged)
         for op in ops:
-            if self.supports(classify(op)) is Support.UNSUPPORTED:
-                return f"'{op.name}' ({classify(op).value}) is not supported"
-            if any(
-                isinstance(v.type, TensorType) and str(v.type.element_type) == "f64"
-                for v in (*op.operands, *op.results)
-            ):
-                return f"'{op.name}' computes in f64, which the chip has no datapath for"
-            if classify(op) is OpClass.MATMUL and isinstance(op, linalg.GenericOp):
-                k = reduced_size(op)
-                if k % 8:
-                    return (
-                        f"'{op.name}' contracts over {k} elements; the chip's tiles need a "
-                        "multiple of 8"
-                    )
+            if (reason := self._refuses(op)) is not None:
+                return reason
+        return None
+
+    def fusion(self, first: Operation) -> Fusion:
+        return _Sn40lFusion(self, first)
+
+    def _too_big(self, staged: int) -> str:
+        return (
+            f"its intermediates need {staged / 1e6:.1f} MB of SRAM, the chip has "
+            f"{self.sram_bytes / 1e6:.0f} MB"
+        )
+
+    def _refuses(self, op: Operation) -> str | None:
+        """Why the chip builds no ``op`` (in a fusion or alone), or ``None``."""
+        if self.supports(classify(op)) is Support.UNSUPPORTED:
+            return f"'{op.name}' ({classify(op).value}) is not supported"
+        if any(
+            isinstance(v.type, TensorType) and str(v.type.element_type) == "f64"
+            for v in (*op.operands, *op.results)
+        ):
+            return f"'{op.name}' computes in f64, which the chip has no datapath for"
+        if classify(op) is OpClass.MATMUL and isinstance(op, linalg.GenericOp):
+            k = reduced_size(op)
+            if k % 8:
+                return (
+                    f"'{op.name}' contracts over {k} elements; the chip's tiles need a "
+                    "multiple of 8"
+                )
         return None
 
     def activation(self, consumer: Operation, operand: int) -> QuantFormat | None:
         if self.int8_activations and classify(consumer) is OpClass.MATMUL and operand == 0:
             return QuantFormat("int8", "per-tensor")
+        return None
+
+
+class _Sn40lFusion:
+    """`Sn40lShim.fits` of a growing fusion, each op's share computed once: how many uses
+    of each member's results are outside the fusion (staged in SRAM when none is), the
+    bytes staged, and whether the first member is checked yet (a fusion of one is not)."""
+
+    def __init__(self, shim: Sn40lShim, first: Operation) -> None:
+        self.shim = shim
+        self.outside: dict[Operation, int] = {}  # each member's uses outside the fusion
+        self.staged = 0
+        self.unchecked: Operation | None = first
+        self.staged = self._join(first)
+
+    def _join(self, op: Operation) -> int:
+        """The bytes staged with ``op`` in, recording its uses outside."""
+        self.outside[op] = n = sum(
+            1
+            for r in op.results
+            for u in r.uses
+            if u.operation is not op and u.operation not in self.outside
+        )
+        own = sum(nbytes(r.type) for r in op.results) if op.results and not n else 0
+        return self.staged + own
+
+    def admit(self, op: Operation) -> str | None:
+        used: dict[Operation, int] = {}  # member -> the uses of its results ``op`` makes
+        for v in op.operands:
+            if isinstance(owner := v.owner, Operation) and owner in self.outside:
+                used[owner] = used.get(owner, 0) + 1
+        freed = sum(
+            nbytes(r.type) for m, k in used.items() if self.outside[m] == k for r in m.results
+        )
+        outside = sum(
+            1
+            for r in op.results
+            for u in r.uses
+            if u.operation is not op and u.operation not in self.outside
+        )
+        staged = self.staged + freed
+        staged += sum(nbytes(r.type) for r in op.results) if op.results and not outside else 0
+        if staged > self.shim.sram_bytes:
+            return self.shim._too_big(staged)
+        for o in (self.unchecked, op):
+            if o is not None and (reason := self.shim._refuses(o)) is not None:
+                return reason
+        self.unchecked = None
+        for m, k in used.items():
+            self.outside[m] -= k
+        self.outside[op] = outside
+        self.staged = staged
         return None
 
 
@@ -310,6 +414,24 @@ class Placement(Protocol):
     def home(self, value: SSAValue) -> frozenset[int]:
         """The chips ``value`` lives on (empty: the spine, on every chip)."""
         ...
+
+
+_HOST_STORE = "it would hold a host store: the host stores chip outputs, no chip does"
+_FOLD = (
+    "it would hold a collective's fold: the all-reduce over every chip would be lowered as a "
+    "sum on the spine"
+)
+
+
+def _two_chips(owned: list[int]) -> str:
+    return f"it would fuse work of chips {owned}: a fused op runs on one chip"
+
+
+def _with_spine(chip: int) -> str:
+    return (
+        f"it would fuse chip {chip}'s work with the spine's: a fused op runs where what it "
+        "binds lives, and the spine lives on every chip"
+    )
 
 
 class TensorParallelShim:
@@ -354,28 +476,28 @@ class TensorParallelShim:
         if len(ops) <= 1:
             return self.base.fits(work)
         if any(isinstance(op, UnshardOp) for op in ops):
-            return "it would hold a host store: the host stores chip outputs, no chip does"
+            return _HOST_STORE
         if isinstance(work, SectionOp):
             if isinstance(ops[0], AllReduceOp):
                 return self.fits_epilogue(ops)
             if self._reduced_onto_one_chip(work, ops):
                 return self.base.fits(work)
         if any(isinstance(op, AllReduceOp) or op in self.provenance.fold_of for op in ops):
-            return (
-                "it would hold a collective's fold: the all-reduce over every chip would "
-                "be lowered as a sum on the spine"
-            )
+            return _FOLD
         home = self.provenance.home
         placed = [frozenset(c for r in op.results for c in home(r)) for op in ops]
         owned = sorted(set().union(*placed))
         if len(owned) > 1:
-            return f"it would fuse work of chips {owned}: a fused op runs on one chip"
+            return _two_chips(owned)
         if owned and any(not chips for chips in placed):
-            return (
-                f"it would fuse chip {owned[0]}'s work with the spine's: a fused op runs "
-                "where what it binds lives, and the spine lives on every chip"
-            )
+            return _with_spine(owned[0])
         return self.base.fits(work)
+
+    def fusion(self, first: Operation) -> Fusion:
+        """`fits` asked of a growing tp-fuse candidate, each op's share examined once (a
+        candidate is a list of statements, never a section: the sections' admissions above do
+        not arise)."""
+        return _TpFusion(self, first)
 
     def _reduced_onto_one_chip(self, section: SectionOp, ops: Sequence[Operation]) -> bool:
         """Whether ``section`` runs on one chip and holds exactly one fold's adds, in order."""
@@ -406,6 +528,39 @@ class TensorParallelShim:
 
     def activation(self, consumer: Operation, operand: int) -> QuantFormat | None:
         return self.base.activation(consumer, operand)
+
+
+class _TpFusion:
+    """`TensorParallelShim.fits` of a growing fusion: what its members hold (a host store,
+    a collective's fold) and the chips they place work on, kept as ops join."""
+
+    def __init__(self, tp: TensorParallelShim, first: Operation) -> None:
+        self.tp = tp
+        self.base = fusion(tp.base, first)
+        self.store = isinstance(first, UnshardOp)
+        self.fold = isinstance(first, AllReduceOp) or first in tp.provenance.fold_of
+        placed = self._placed(first)
+        self.owned, self.spine = set(placed), not placed
+
+    def _placed(self, op: Operation) -> frozenset[int]:
+        home = self.tp.provenance.home
+        return frozenset(c for r in op.results for c in home(r))
+
+    def admit(self, op: Operation) -> str | None:
+        if self.store or isinstance(op, UnshardOp):
+            return _HOST_STORE
+        if self.fold or isinstance(op, AllReduceOp) or op in self.tp.provenance.fold_of:
+            return _FOLD
+        placed = self._placed(op)
+        owned = sorted(self.owned | placed)
+        if len(owned) > 1:
+            return _two_chips(owned)
+        if owned and (self.spine or not placed):
+            return _with_spine(owned[0])
+        reason = self.base.admit(op)
+        if reason is None:  # the spine joins only the spine: ``spine`` stays as it was
+            self.owned |= placed
+        return reason
 
 
 SHIMS: dict[str, Shim] = {
