@@ -715,9 +715,41 @@ func.func @main(%a: tensor<2x4xf32>, %s: f32) -> (f32, index, index, f32, tensor
     return [Case("bufferization, memref, vector", text, {"a": a, "s": s}, expected)]
 
 
+def maxloc_case() -> Case:
+    """``tp.maxloc`` over three chips: the largest value, and on a tie the smallest index
+    whichever chip holds it (chip 2 holds index 1 of row 1's tie, chip 0 index 7)."""
+    t = lambda c, e: f"tensor<2x{e}, #tp.chip<{c}>>"  # noqa: E731
+    args = ", ".join(
+        [f"%v{c}: {t(c, 'f32')}" for c in range(3)] + [f"%i{c}: {t(c, 'i64')}" for c in range(3)]
+    )
+    text = f"""
+builtin.module attributes {{tp.chips = 3 : i64}} {{
+  func.func @main({args}) -> (tensor<2xf32>, tensor<2xi64>) {{
+    %v, %i = tp.maxloc %v0, %v1, %v2 indices %i0, %i1, %i2 : {t(0, "f32")}, {t(1, "f32")}, {t(2, "f32")} indices {t(0, "i64")}, {t(1, "i64")}, {t(2, "i64")} -> tensor<2xf32>, tensor<2xi64>
+    func.return %v, %i : tensor<2xf32>, tensor<2xi64>
+  }}
+}}"""
+    values = [np.array([1.0, 5.0], F32), np.array([3.0, 2.0], F32), np.array([2.0, 5.0], F32)]
+    indices = [np.array([7, 7]), np.array([3, 4]), np.array([9, 1])]
+    inputs = {**{f"v{c}": values[c] for c in range(3)}, **{f"i{c}": indices[c] for c in range(3)}}
+    # plain numpy: per row, the largest value, then the smallest index holding it
+    stacked_v, stacked_i = np.stack(values), np.stack(indices)
+    best = stacked_v.max(0)
+    index = np.where(stacked_v == best, stacked_i, np.iinfo(np.int64).max).min(0)
+    return Case(
+        "tp.maxloc",
+        text,
+        inputs,
+        [best, index],
+        certified=False,
+        extra={"refused": "mixed-chips|leak-to-spine"},  # the certificate rule is not in yet
+    )
+
+
 def op_cases() -> list[Case]:
     """Every case of this module."""
     return [
+        maxloc_case(),
         *tensor_cases(),
         *generic_cases(),
         *named_cases(),

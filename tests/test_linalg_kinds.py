@@ -21,6 +21,8 @@ from xdsl.dialects.linalg import ops as linalg
 from tp_dialect.analysis.cost import op_cost
 from tp_dialect.frontend.qwen3 import Qwen3Config
 from tp_dialect.linalg_kinds import (
+    Argmax,
+    argmax,
     contraction,
     domain_size,
     elements,
@@ -308,3 +310,51 @@ def test_ir_level_modules_import_nothing_above_them(module: str) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "[]", out
+
+
+_ARGMAX = """func.func @f(%l: tensor<2x8xf32>) -> (tensor<2xf32>, tensor<2xi64>) {
+  %ninf = arith.constant 0xFF800000 : f32
+  %z = arith.constant 0 : i64
+  %e = tensor.empty() : tensor<2xf32>
+  %m0 = linalg.fill ins(%ninf : f32) outs(%e : tensor<2xf32>) -> tensor<2xf32>
+  %ei = tensor.empty() : tensor<2xi64>
+  %i0 = linalg.fill ins(%z : i64) outs(%ei : tensor<2xi64>) -> tensor<2xi64>
+  %m, %i = linalg.generic {doc = "argmax", indexing_maps = [affine_map<(b, v) -> (b, v)>,
+      affine_map<(b, v) -> (b)>, affine_map<(b, v) -> (b)>],
+      iterator_types = ["parallel", "reduction"]}
+      ins(%l : tensor<2x8xf32>) outs(%m0, %i0 : tensor<2xf32>, tensor<2xi64>) {
+  ^bb0(%x: f32, %mx: f32, %ix: i64):
+    %j = linalg.index 1 : index
+    %g = arith.index_cast %j : index to i64
+    OFFSET
+    %gt = arith.cmpf CMP, %x, %mx : f32
+    %nm = arith.select %gt, %x, %mx : f32
+    %ni = arith.select %gt, %G, %ix : i64
+    linalg.yield %nm, %ni : f32, i64
+  } -> tensor<2xf32>, tensor<2xi64>
+  func.return %m, %i : tensor<2xf32>, tensor<2xi64>
+}"""
+
+
+@pytest.mark.parametrize(
+    ("offset", "cmp", "want"),
+    [
+        ("", "ogt", Argmax(1, 0)),
+        (
+            "%off = arith.constant 16 : i64\n    %G = arith.addi %g, %off : i64",
+            "ogt",
+            Argmax(1, 16),
+        ),
+        ("", "oge", None),  # >= keeps the last maximum, not the first
+        ("", "olt", None),  # an argmin
+    ],
+)
+def test_argmax_is_the_greedy_heads_form_only(offset: str, cmp: str, want: Argmax | None) -> None:
+    text = _ARGMAX.replace("OFFSET", offset).replace("CMP", cmp)
+    text = text.replace("%G,", "%G," if offset else "%g,")
+    op = the_generic(text)
+    assert argmax(op) == want
+    if want is not None:  # and it computes the first maximum's index, plus the offset
+        logits = np.array([[1, 5, 3, 5, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0, 0, 9]], np.float32)
+        out = run_program(parse(text), {"l": logits})
+        np.testing.assert_array_equal(list(out.values())[1], np.argmax(logits, 1) + want.offset)

@@ -6,6 +6,7 @@ from tp_dialect.attrs import ChipAttr, SliceAttr
 from tp_dialect.ops import (
     AllReduceOp,
     BarrierOp,
+    MaxLocOp,
     SectionOp,
     ShardOp,
     TransferOp,
@@ -28,6 +29,7 @@ TP = Dialect(
         ShardOp,
         UnshardOp,
         AllReduceOp,
+        MaxLocOp,
         SectionOp,
         YieldOp,
         TransferOp,

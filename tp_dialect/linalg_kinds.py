@@ -284,3 +284,76 @@ def is_zeros(value: SSAValue) -> bool:
     if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, DenseIntOrFPElementsAttr):
         return all(float(x) == 0.0 for x in owner.value.get_values())
     return False
+
+
+# -- argmax ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Argmax:
+    """How an argmax reads: ``out = (max, index)`` over the reduced ``loop`` of input 0, the
+    index being the loop index plus ``offset`` (an integer constant; 0 when none is added).
+    Ties keep the first (smallest) index: the body replaces only on a strictly greater value."""
+
+    loop: int
+    offset: int | None  # None: an offset that is not a constant
+
+
+def argmax(op: Operation) -> Argmax | None:
+    """``op``'s argmax reading if it is the greedy head's argmax (the one form tp writes and
+    recognises), else None: a ``linalg.generic`` with one input and two outputs (values, an
+    integer index), one reduction loop, and a body that is exactly::
+
+        %j = linalg.index <loop> ; %g = arith.index_cast %j [; %g2 = arith.addi %g, %off]
+        %gt = arith.cmpf ogt, %v, %m
+        linalg.yield select(%gt, %v, %m), select(%gt, %g, %i)
+    """
+    view = loop_view(op)
+    if view is None or view.n_inputs != 1 or len(view.maps) != 3 or len(view.reduced) != 1:
+        return None
+    block = view.body
+    if len(block.args) != 3:
+        return None
+    v, m, i = block.args
+    yield_op = block.last_op
+    if not isinstance(yield_op, linalg.YieldOp) or len(yield_op.operands) != 2:
+        return None
+    new_max, new_index = (x.owner for x in yield_op.operands)
+    if not isinstance(new_max, arith.SelectOp) or not isinstance(new_index, arith.SelectOp):
+        return None
+    gt = new_max.cond.owner
+    if (
+        new_index.cond is not new_max.cond
+        or not isinstance(gt, arith.CmpfOp)
+        or gt.predicate.value.data != 2  # ogt
+        or (gt.lhs, gt.rhs) != (v, m)
+        or (new_max.lhs, new_max.rhs) != (v, m)
+        or new_index.rhs is not i
+    ):
+        return None
+    index, offset = new_index.lhs, 0
+    if isinstance(index.owner, arith.AddiOp):
+        add = index.owner
+        index, other = add.lhs, add.rhs
+        offset = _constant_int(other)
+    cast = index.owner
+    if not isinstance(cast, arith.IndexCastOp) or not isinstance(cast.input.owner, linalg.IndexOp):
+        return None
+    loop = cast.input.owner.dim.value.data
+    if loop not in view.reduced:
+        return None
+    allowed = {yield_op, new_max, new_index, gt, cast, cast.input.owner}
+    if isinstance(new_index.lhs.owner, arith.AddiOp):
+        allowed.add(new_index.lhs.owner)
+        if isinstance(new_index.lhs.owner.rhs.owner, arith.ConstantOp):
+            allowed.add(new_index.lhs.owner.rhs.owner)
+    if any(o not in allowed for o in block.ops):
+        return None
+    return Argmax(loop, offset)
+
+
+def _constant_int(value: SSAValue) -> int | None:
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None

@@ -2,7 +2,8 @@
 
 Source level: ``tp.shard`` (a chip's slice of a full tensor: the host's loading map),
 ``tp.unshard`` (the chips' slices assembled into a full host output: the storing map),
-``tp.allreduce`` (out = sum of one partial per chip). Spatial: ``tp.section`` (one
+``tp.allreduce`` (out = sum of one partial per chip), ``tp.maxloc`` (the largest value over
+the chips with its index: a vocab-parallel head's greedy token). Spatial: ``tp.section`` (one
 statement's work on its chips), ``tp.yield``, ``tp.transfer`` (a copy between chips) and
 ``tp.barrier`` (closes a phase). Each verifier names the op, the value and the chip.
 """
@@ -17,12 +18,14 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
     IntegerAttr,
+    IntegerType,
     StringAttr,
     TensorType,
     i64,
 )
 from xdsl.ir import Attribute, Region, SSAValue
 from xdsl.irdl import (
+    AttrSizedOperandSegments,
     IRDLOperation,
     irdl_op_definition,
     operand_def,
@@ -279,6 +282,107 @@ class AllReduceOp(IRDLOperation):
                     f"'tp.allreduce' partial #{c} {_describe(p)} on chip {c} has type "
                     f"{p.type}, which does not match the result {self.result.type}"
                 )
+
+
+@irdl_op_definition
+class MaxLocOp(IRDLOperation):
+    """The largest value over the chips, element by element, with its index: one
+    (value, index) pair per chip, in chip order, each on its chip; the results are the spine.
+    On equal values the SMALLEST index wins, whichever chip holds it (MPI's ``MAXLOC``;
+    the first maximum, as ``torch.argmax`` picks). A vocab-parallel LM head's greedy token:
+    each chip's argmax over its vocab slice, then this collective — the logits never cross.
+
+    How it is formed is an ``algorithm``: ``fold`` (the pairs to chip 0, the result back to
+    the chips that read it; the default) or ``oneshot`` (every pair to every chip).
+
+    ``%v, %i = tp.maxloc %v0, %v1 indices %i0, %i1 : tensor<2xf32, #tp.chip<0>>,
+    tensor<2xf32, #tp.chip<1>> indices tensor<2xi64, #tp.chip<0>>, tensor<2xi64,
+    #tp.chip<1>> -> tensor<2xf32>, tensor<2xi64>``
+    """
+
+    name = "tp.maxloc"
+
+    values = var_operand_def(TensorType)
+    indices = var_operand_def(TensorType)
+    algorithm = opt_prop_def(StringAttr)
+    value = result_def(TensorType)
+    index = result_def(TensorType)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(Pure())
+
+    assembly_format = (
+        "$values `indices` $indices (`algorithm` $algorithm^)? attr-dict `:` type($values) "
+        "`indices` type($indices) `->` type($value) `,` type($index)"
+    )
+
+    ALGORITHMS: ClassVar[tuple[str, ...]] = ("fold", "oneshot")
+
+    def __init__(
+        self,
+        values: Sequence[SSAValue],
+        indices: Sequence[SSAValue],
+        value_type: TensorType,
+        index_type: TensorType,
+        algorithm: str | None = None,
+    ):
+        props = {} if algorithm is None else {"algorithm": StringAttr(algorithm)}
+        super().__init__(
+            operands=[values, indices], result_types=[value_type, index_type], properties=props
+        )
+
+    @property
+    def algorithm_name(self) -> str:
+        """The algorithm forming the result (``fold`` when none is written)."""
+        return "fold" if self.algorithm is None else self.algorithm.data
+
+    def pairs(self) -> list[tuple[SSAValue, SSAValue]]:
+        """Each chip's (value, index), in chip order."""
+        return list(zip(self.values, self.indices, strict=True))
+
+    def verify_(self) -> None:
+        if self.algorithm_name not in self.ALGORITHMS:
+            raise VerifyException(
+                f"'tp.maxloc' algorithm \"{self.algorithm_name}\" is not one of "
+                f"{', '.join(self.ALGORITHMS)}"
+            )
+        n = require_chips(self)
+        if len(self.values) != n or len(self.indices) != n:
+            raise VerifyException(
+                f"'tp.maxloc' has {len(self.values)} values and {len(self.indices)} indices, "
+                f"the module has {n} chips: it needs exactly one pair per chip"
+            )
+        for result, what in ((self.value, "value"), (self.index, "index")):
+            if chip_of(result.type) is not None:
+                raise VerifyException(
+                    f"'tp.maxloc' {what} result must be the replicated spine (no chip encoding)"
+                )
+        vt, it = self.value.type, self.index.type
+        assert isinstance(vt, TensorType) and isinstance(it, TensorType)
+        if tuple(vt.get_shape()) != tuple(it.get_shape()):
+            raise VerifyException(
+                f"'tp.maxloc' value result {vt} and index result {it} differ in shape"
+            )
+        if not isinstance(it.element_type, IntegerType):
+            raise VerifyException(f"'tp.maxloc' index result {it} must hold integers")
+        for c, (v, i) in enumerate(self.pairs()):
+            for operand, want, what in ((v, vt, "value"), (i, it, "index")):
+                owner = chip_of(operand.type)
+                if owner != c:
+                    where = "the spine" if owner is None else f"chip {owner}"
+                    raise VerifyException(
+                        f"'tp.maxloc' {what} #{c} {_describe(operand)} must be on chip {c}, "
+                        f"it is on {where}"
+                    )
+                assert isinstance(operand.type, TensorType)
+                if (
+                    tuple(operand.type.get_shape()) != tuple(want.get_shape())
+                    or operand.type.element_type != want.element_type
+                ):
+                    raise VerifyException(
+                        f"'tp.maxloc' {what} #{c} {_describe(operand)} on chip {c} has type "
+                        f"{operand.type}, which does not match the result {want}"
+                    )
 
 
 @irdl_op_definition

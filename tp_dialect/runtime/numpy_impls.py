@@ -44,6 +44,7 @@ from tp_dialect.dtypes import numpy_dtype
 from tp_dialect.ops import (
     AllReduceOp,
     BarrierOp,
+    MaxLocOp,
     SectionOp,
     ShardOp,
     TransferOp,
@@ -206,6 +207,21 @@ class NumpyFunctions(ControlFunctions, TensorFunctions, ViewFunctions):
         if len(args) == 1:
             total = self._fresh(total)  # one partial: the sum is stored apart from it
         return (np.asarray(total, dtype=result_dtype(op)),)
+
+    @impl(MaxLocOp)
+    def run_maxloc(self, interpreter: Interpreter, op: MaxLocOp, args: PythonValues):
+        n = len(op.values)
+        best_value = np.array(args[0], copy=True)
+        best_index = np.array(args[n], copy=True)
+        for value, index in zip(args[1:n], args[n + 1 :], strict=True):
+            # a larger value wins; an equal one only with a smaller index (MAXLOC)
+            take = (value > best_value) | ((value == best_value) & (index < best_index))
+            best_value = np.where(take, value, best_value)
+            best_index = np.where(take, index, best_index)
+        return (
+            np.asarray(best_value, dtype=numpy_dtype(op.value.type.element_type)),  # type: ignore[attr-defined]
+            np.asarray(best_index, dtype=numpy_dtype(op.index.type.element_type)),  # type: ignore[attr-defined]
+        )
 
 
 class LocatingInterpreter(Interpreter):
