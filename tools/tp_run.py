@@ -51,6 +51,7 @@ from tp_dialect.tools.run_io import (
     DEFAULT_POSITION,
     check_outputs,
     check_position,
+    check_sources,
     execute,
     inputs_of,
     source_of,
@@ -209,7 +210,8 @@ def _run(args: argparse.Namespace, module: ModuleOp, source_map: SourceMap) -> i
     check_fits(run_needs(module, args.storage, *random), f"running {args.program}")
     source = source_of(args, module)
     inputs = inputs_of(args, module, source)
-    outputs, load_s, run_s = execute(module, source, inputs, args.storage)
+    check_sources(args, module, source, inputs)
+    outputs, load_s, run_s = execute(module, source, inputs, args.storage, args.cast)
     chips = module.attributes.get("tp.chips")
     print(
         f"ran {args.program} ({chips.value.data if chips else 1} chip(s)"
