@@ -5,6 +5,10 @@ once and every cache slice allocated once and updated where the chips hold it.""
 from __future__ import annotations
 
 import functools
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -76,3 +80,41 @@ def test_weights_are_read_once_and_shared_by_the_programs_of_a_session() -> None
     only = alone.prepare(a)  # type: ignore[arg-type]
     alone.run(only, x)
     np.testing.assert_array_equal(got["hidden_states"], alone.run(only, y)["hidden_states"])
+
+
+@pytest.mark.parametrize(("chips", "outline"), [(2, "flat"), (4, "outline")])
+def test_an_mpi_session_keeps_each_chips_caches_on_its_rank(
+    chips: int, outline: str, tmp_path: Path
+) -> None:
+    """Ranks as chips, each keeping its caches across steps: bitwise the single-process
+    session's outputs, step after step."""
+    out = tmp_path / "steps.npz"
+    bin_dir = Path(sys.executable).parent
+    proc = subprocess.run(
+        [
+            str(bin_dir / "mpiexec"),
+            "-n",
+            str(chips),
+            sys.executable,
+            str(Path(__file__).parent / "mpi_session_driver.py"),
+            str(out),
+            str(chips),
+            "3",
+            outline,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        cwd=Path(__file__).parent,
+    )
+    assert proc.returncode == 0, proc.stderr
+    got = np.load(out)
+    module = staged(chips, "programs")
+    session = Session(MemorySource(random_weights(module, 0)), cache_outputs=CACHES)  # type: ignore[arg-type]
+    step = session.prepare(module)  # type: ignore[arg-type]
+    for position in range(3):
+        want = session.run(
+            step, {"hidden_states": hidden(position), "position": np.int64(position)}
+        )
+        np.testing.assert_array_equal(got[f"hidden_{position}"], want["hidden_states"])

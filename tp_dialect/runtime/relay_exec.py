@@ -230,11 +230,13 @@ def host_results(
     finished: dict[int, tuple[Any, ...] | None],
     placed: dict[ShardOp, np.ndarray] | None = None,
     storage: bool = False,
+    functions: NumpyFunctions | None = None,
 ) -> tuple[Any, ...]:
     """``func``'s results once its chip programs have run elsewhere (``finished[c]``: chip
-    c's ``tp.finish`` values): the host's statements run on them and on ``args``, as
-    `run_linked` ends; raises InterpretationError naming a chip that did not finish."""
-    host = _interpreter(module, placed, storage)
+    c's ``tp.finish`` values): the host's statements run on them and on ``args`` (with
+    ``functions``: a serving session's), as `run_linked` ends; raises InterpretationError
+    naming a chip that did not finish."""
+    host = _interpreter(module, placed, storage, functions)
     host.set_values(zip(func.body.block.args, args, strict=True))
     programs = [op for op in func.body.block.ops if isinstance(op, ChipProgramOp)]
     return _host_statements(host, func, programs, finished)

@@ -33,7 +33,7 @@ from tp_dialect.analysis.manifest import read_manifest
 from tp_dialect.analysis.values import uses_through_programs
 from tp_dialect.ops import ShardOp, UnshardOp
 from tp_dialect.program_ops import ChipProgramOp
-from tp_dialect.runtime.checkpoint import TensorSource, place_weights
+from tp_dialect.runtime.checkpoint import TensorSource, place_weights, reads_for
 from tp_dialect.runtime.numpy_impls import LocatingInterpreter, NumpyFunctions
 from tp_dialect.runtime.reference import bind
 from tp_dialect.runtime.relay_exec import run_linked
@@ -106,12 +106,13 @@ class Session:
         """The bytes of weights the session read (each slice once)."""
         return sum(a.nbytes for a in self.source.read.values())
 
-    def prepare(self, module: ModuleOp) -> Step:
+    def prepare(self, module: ModuleOp, chip: int | None = None) -> Step:
         """``module`` made ready: weights placed from the session's reads, caches bound to the
-        session's buffers. Raises BindError for a weight the checkpoint lacks or misshapes."""
+        session's buffers; with ``chip`` (one MPI rank), only what chip ``chip`` reads. Raises
+        BindError for a weight the checkpoint lacks or misshapes."""
         func = entry_function(module)
         ins, outs = ports(func)
-        placement = place_weights(module, self.source)
+        placement = place_weights(module, self.source, chip=chip)
         placed = dict(placement.placed)
         bound: dict[str, Any] = dict(placement.values)
         loads = {ld.op: ld for ld in read_manifest(module).loads}
@@ -120,8 +121,11 @@ class Session:
                 continue
             readers = [use.operation for use in uses_through_programs(arg)]
             shards = [op for op in readers if isinstance(op, ShardOp) and op in loads]
+            placeholder = np.broadcast_to(np.zeros((), port.numpy_dtype), port.shape)
             if readers and len(shards) == len(readers):
                 for op in shards:
+                    if chip is not None and not reads_for(op, chip):
+                        continue  # another rank's slice
                     sl = loads[op].slice
                     cut = (port.name, sl.axis_index, tuple(sl.ranges))
                     if cut not in self.caches:
@@ -129,7 +133,9 @@ class Session:
                         shape[sl.axis_index] = sum(n for _, n in sl.ranges)
                         self.caches[cut] = np.zeros(shape, port.numpy_dtype)
                     placed[op] = self.caches[cut]
-                bound[port.name] = np.broadcast_to(np.zeros((), port.numpy_dtype), port.shape)
+                bound[port.name] = placeholder
+            elif chip is not None and not any(reads_for(op, chip) for op in readers):
+                bound[port.name] = placeholder
             else:
                 if port.name not in self.caches:
                     self.caches[port.name] = np.zeros(port.shape, port.numpy_dtype)
@@ -145,9 +151,9 @@ class Session:
                 skipped.add(value.owner)
         return Step(module, func, ins, outs, placed, bound, skipped, results)
 
-    def run(self, step: Step, inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
-        """One run of ``step`` on ``inputs`` (its per-step inputs by name): its outputs but the
-        caches it hands back. The caches are updated where the chips hold them."""
+    def arguments(self, step: Step, inputs: Mapping[str, Any]) -> list[Any]:
+        """``step``'s arguments for one run: its per-step ``inputs`` by name, checked, and
+        the session's buffers for its weights and caches (never copied)."""
         values = dict(step.bound)
         for port in step.ins:
             if port.role == "input":
@@ -159,6 +165,12 @@ class Session:
         for i, port in enumerate(step.ins):  # bind() may convert: keep the session's buffers
             if port.role != "input":
                 args[i] = values[port.name]
+        return args
+
+    def run(self, step: Step, inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        """One run of ``step`` on ``inputs`` (its per-step inputs by name): its outputs but the
+        caches it hands back. The caches are updated where the chips hold them."""
+        args = self.arguments(step, inputs)
         functions = NumpyFunctions(step.placed, storage=True, resident=True, skipped=step.skipped)
         if any(isinstance(op, ChipProgramOp) for op in step.func.body.block.ops):
             results = run_linked(step.module, step.func, args, functions=functions)
