@@ -73,7 +73,11 @@ def test_rows_stop_at_eos_hold_pad_and_the_loop_ends_when_all_stopped() -> None:
     [
         (np.zeros((2, 0), int), 3, "holds no token"),
         (np.zeros((3, 2), int), 3, "the programs take a batch of 2"),
-        (np.array([[1, 50], [0, 0]]), 3, r"prompt id 50 \(row 0, position 1\) is outside the vocab of 50"),
+        (
+            np.array([[1, 50], [0, 0]]),
+            3,
+            r"prompt id 50 \(row 0, position 1\) is outside the vocab of 50",
+        ),
         (np.array([[1, -1], [0, 0]]), 3, "prompt id -1"),
         (np.zeros((2, 10), int), 8, "need 17 cache positions; the cache holds 16"),
         (np.zeros((2, 2), int), 0, "max_new_tokens must be at least 1"),
