@@ -19,10 +19,10 @@ from tp_dialect.analysis.values import count_run
 from tp_dialect.frontend.models import unsharded_text
 from tp_dialect.runtime.checkpoint import (
     MemorySource,
-    SafetensorsSource,
     TensorSource,
     check_arguments,
     conform_inputs,
+    open_model_dir,
     place_weights,
     random_inputs,
     random_weights,
@@ -73,7 +73,7 @@ def source_of(args: argparse.Namespace, module: ModuleOp) -> TensorSource:
     a sharded checkpoint's index: opened, nothing read but what says which file holds
     what) or ``--random-weights``; empty when neither is given."""
     if args.weights:
-        return SafetensorsSource(args.weights)
+        return open_model_dir(args.weights)
     if args.random_weights is not None:
         return MemorySource(random_weights(module, args.random_weights))
     return MemorySource({})

@@ -69,7 +69,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("program", help="the .mlir program (e.g. from tp-gen or tp-opt; - reads stdin)")
     w = p.add_mutually_exclusive_group()
     w.add_argument(
-        "--weights", help="a .safetensors checkpoint of named tensors (any argument, by name)"
+        "--weights",
+        metavar="CHECKPOINT",
+        help="named tensors (any argument, by name): a Hugging Face model directory "
+        "(model.safetensors or a sharded model.safetensors.index.json), an index, or a "
+        ".safetensors file",
     )
     w.add_argument("--random-weights", type=at_least(0, int), metavar="SEED", help="random weights")
     i = p.add_mutually_exclusive_group()

@@ -28,7 +28,8 @@ rest — so a checkpoint is fixed in one round, not one run per tensor.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -134,12 +135,60 @@ def check_arguments(
     Each bound tensor must have its argument's shape and a dtype ``casting`` admits; a whole
     model (`is_whole_model`) must leave no tensor of ``source`` unread (but `IGNORED`).
     Raises one BindError listing every problem."""
-    ins, _ = ports(entry_function(module))
-    names = source.names()
+    found = _check(module, source, inputs, casting)
+    if is_whole_model(module):
+        found.problems += _unread_problems(source.names(), found.read)
+    if found.problems:
+        raise BindError(summary(found.problems))
+    return found.keys, found.notes
+
+
+def check_programs(
+    modules: Sequence[ModuleOp], source: TensorSource, casting: str = "safe"
+) -> list[str]:
+    """The weight arguments of every program in ``modules`` (say, a model's prefill and
+    decode steps) checked against ``source`` as `check_arguments` checks one, before any
+    runs; when one of them is a whole model, a tensor no program reads is refused (but
+    `IGNORED`). The notes for conversions that may round; one BindError listing every
+    problem."""
     problems: list[str] = []
     notes: list[str] = []
-    keys: dict[str, str] = {}
     read: set[str] = set()
+    for module in modules:
+        found = _check(module, source, None, casting)
+        problems += found.problems
+        notes += found.notes
+        read |= found.read
+    if any(is_whole_model(m) for m in modules):
+        problems += _unread_problems(source.names(), read)
+    if problems:
+        raise BindError(summary(problems))
+    return list(dict.fromkeys(notes))
+
+
+@dataclass
+class _Checked:
+    keys: dict[str, str] = field(default_factory=dict[str, str])
+    notes: list[str] = field(default_factory=list[str])
+    problems: list[str] = field(default_factory=list[str])
+    read: set[str] = field(default_factory=set[str])
+
+
+def _unread_problems(names: Collection[str], read: set[str]) -> list[str]:
+    return [_unread(name) for name in sorted(set(names) - read) if not _ignored(name)]
+
+
+def _check(
+    module: ModuleOp,
+    source: TensorSource,
+    inputs: Mapping[str, Any] | None,
+    casting: str,
+) -> _Checked:
+    """`check_arguments`' findings for one program, the unread tensors aside."""
+    ins, _ = ports(entry_function(module))
+    names = source.names()
+    out = _Checked()
+    problems, notes, keys, read = out.problems, out.notes, out.keys, out.read
     for port in ins:
         given = None if inputs is None else port.key_in(inputs)
         if inputs is None and port.role != "weight":
@@ -169,11 +218,7 @@ def check_arguments(
             keys[port.name] = key
         except BindError as err:
             problems.append(str(err))
-    if is_whole_model(module):
-        problems += [_unread(name) for name in sorted(set(names) - read) if not _ignored(name)]
-    if problems:
-        raise BindError(summary(problems))
-    return keys, notes
+    return out
 
 
 def summary(problems: list[str]) -> str:

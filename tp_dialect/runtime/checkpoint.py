@@ -19,8 +19,9 @@ the program states (`tp_dialect.signature`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,26 +36,74 @@ from tp_dialect.runtime.binding import (
     CASTS,
     cast_problem,
     check_arguments,
+    check_programs,
     describe_port,
+    name_forms,
     shape_in_both,
 )
+from tp_dialect.runtime.missing import instead
 from tp_dialect.runtime.tensor_files import MemorySource, SafetensorsSource, TensorSource
 from tp_dialect.signature import BindError, Port, entry_function, ports
 
 __all__ = [
     "CASTS",
     "MemorySource",
+    "ModelWeights",
     "Placement",
     "SafetensorsSource",
     "TensorSource",
     "cast_problem",
     "check_arguments",
+    "check_programs",
     "conform_inputs",
     "describe_port",
+    "open_model_dir",
     "place_weights",
     "random_inputs",
     "random_weights",
 ]
+
+
+class ModelWeights(SafetensorsSource):
+    """A Hugging Face model directory's weights (or a ``.safetensors`` file's, or a sharded
+    checkpoint index's): checked against programs before any tensor is read, then read by
+    the programs' names, a chip's slice at a time. A `TensorSource` (for `place_weights` and
+    `tp_dialect.runtime.session.Session`)."""
+
+    def check(self, *modules: ModuleOp, casting: str = "safe") -> list[str]:
+        """Every weight argument of ``modules`` bound from its header alone (name with or
+        without the family's prefix, shape, dtype equal or widened; a whole model reading
+        every tensor): the notes for conversions that may round (``casting="same_kind"``).
+        Raises one BindError naming every problem."""
+        return check_programs(modules, self, casting)
+
+    def read(
+        self,
+        name: str,
+        slices: tuple[int, Sequence[tuple[int, int]]] | None = None,
+        dtype: np.dtype | str | None = None,
+    ) -> np.ndarray:
+        """The tensor a program names ``name`` (found as `name_forms` says): whole, or with
+        ``slices = (axis, [(start, size), ...])`` only those index ranges along ``axis``,
+        read without the rest; in the dtype stored, or converted to ``dtype``. BindError
+        when the checkpoint holds no such tensor."""
+        stored = [form for form in name_forms(name) if form in self.names()]
+        if not stored:
+            raise BindError(f"checkpoint has no tensor '{name}'; {instead(name, self.names())}")
+        if len(stored) > 1:
+            both = " and ".join(f"'{f}'" for f in stored)
+            raise BindError(f"checkpoint holds both {both}, each a name of '{name}': keep one")
+        key = stored[0]
+        data = self.whole(key) if slices is None else self.ranges(key, slices[0], slices[1])
+        return data if dtype is None else np.ascontiguousarray(data, dtype=np.dtype(dtype))
+
+
+def open_model_dir(path: str | Path) -> ModelWeights:
+    """The weights of the model directory ``path`` (its ``model.safetensors``, else its
+    ``model.safetensors.index.json``; a ``.safetensors`` file or an index is taken too),
+    opened: nothing but the index read yet. Raises BindError, one line, for a path that is
+    no readable checkpoint."""
+    return ModelWeights(path)
 
 
 @dataclass

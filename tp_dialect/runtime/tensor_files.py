@@ -3,8 +3,8 @@
 A checkpoint is one of:
 
 - a model directory, read through the file ``save_pretrained`` writes in it: its
-  ``model.safetensors.index.json`` (a sharded checkpoint) or its ``model.safetensors`` (a
-  directory holding both, or neither, is refused: which one is meant is not said);
+  ``model.safetensors``, else its ``model.safetensors.index.json`` (a sharded checkpoint),
+  as transformers looks for them; a directory holding neither is refused;
 - a sharded checkpoint's index (a ``.json`` file): its ``weight_map`` names the shard file
   of each tensor, a plain file name in the index's own directory;
 - a ``.safetensors`` file.
@@ -139,13 +139,29 @@ class SafetensorsSource:
 
     def _shard_of(self, name: str) -> _Shard:
         shard = self._shards[self._map[name]]
+        fresh = shard.handle is None
         shard.open(name)
+        if fresh and self._index is not None:
+            self._check_shard(shard)
         if name not in shard.keys():
             raise BindError(
                 f"checkpoint index '{self._index}' maps tensor '{name}' to shard "
                 f"'{shard.path.name}', which does not hold it"
             )
         return shard
+
+    def _check_shard(self, shard: _Shard) -> None:
+        """BindError when ``shard`` holds a tensor its index maps elsewhere or not at all:
+        which copy is meant is not said (a shard lacking a tensor mapped to it is said when
+        that tensor is asked for)."""
+        for held in sorted(shard.keys()):
+            mapped = self._map.get(held)
+            if mapped != shard.path.name:
+                where = "maps nowhere" if mapped is None else f"maps to shard '{mapped}'"
+                raise BindError(
+                    f"checkpoint shard '{shard.path.name}' holds tensor '{held}', which its "
+                    f"index '{self._index}' {where}"
+                )
 
 
 # safetensors' dtype names (its header's ``dtype``) as numpy dtypes (bf16 via ml_dtypes).
@@ -241,20 +257,20 @@ def _kind(path: Path) -> str:
 
 
 def _in_directory(directory: Path) -> tuple[str, Path]:
-    """The checkpoint a model directory holds: its index or its single file."""
+    """The checkpoint a model directory holds: its single file, else its index (the order
+    transformers' ``from_pretrained`` looks for them in)."""
     index, single = directory / INDEX_FILE, directory / SINGLE_FILE
-    has_index, has_single = index.exists(), single.exists()
-    if has_index and has_single:
-        raise BindError(
-            f"cannot open checkpoint '{directory}': it holds both {SINGLE_FILE} and "
-            f"{INDEX_FILE}; give the one meant as --weights"
-        )
+    try:
+        held = set(os.listdir(directory))  # one that cannot be listed is said as such
+    except OSError as err:
+        raise BindError(f"cannot open checkpoint '{directory}': {err.strerror or err}") from None
+    has_index, has_single = INDEX_FILE in held, SINGLE_FILE in held
     if not (has_index or has_single):
         raise BindError(
             f"cannot open checkpoint '{directory}': a directory holding neither {SINGLE_FILE} "
             f"nor {INDEX_FILE} (tp reads safetensors checkpoints)"
         )
-    return ("index", index) if has_index else ("file", single)
+    return ("file", single) if has_single else ("index", index)
 
 
 def _weight_map(index: Path) -> dict[str, str]:
