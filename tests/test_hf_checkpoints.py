@@ -14,6 +14,8 @@ model: every tensor read, a tied head one tensor.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,7 @@ import numpy as np
 import pytest
 from hf_models import config_for, expected_tensors, write_model
 from hf_reference import load_tensors
-from safetensors.numpy import save_file
+from safetensors.numpy import load_file, save_file
 
 from tp_dialect.analysis.manifest import read_manifest
 from tp_dialect.runtime.checkpoint import (
@@ -420,3 +422,42 @@ def test_a_directory_with_both_files_reads_the_single_file_as_transformers_does(
     directory = write_model(tmp_path / "m", "qwen3", shards=3)
     save_file({"only": np.zeros(2, np.float32)}, str(directory / "model.safetensors"))
     assert set(open_model_dir(directory).names()) == {"only"}
+
+
+# -- MPI: each rank reads its own slices from the directory --------------------------------
+
+
+def _tp_run_process(*args: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "tp-run"), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_ranks_read_a_sharded_bf16_directory_as_one_process_does(stack, tmp_path, capsys) -> None:
+    directory = write_model(tmp_path / "m", "qwen3", dtype="bfloat16", shards=3, prefixed=False)
+    here, ranks = tmp_path / "here.npz", tmp_path / "ranks.npz"
+    common = ("--weights", directory, "--position", 2)
+    code, _, err = run(capsys, stack, *common, "--random-inputs", 1, "--outputs", here)
+    assert code == 0, err
+    proc = _tp_run_process(stack, *common, "--random-inputs", 1, "--outputs", ranks, "--mpi", 2)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    a, b = outputs(here), outputs(ranks)
+    assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+    gone = "layers.1.mlp.up_proj.weight"
+    _rewrite_sharded(directory, gone)
+    proc = _tp_run_process(stack, *common, "--random-inputs", 1, "--mpi", 2)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if "error:" in ln]
+    assert len(lines) == 1 and f"checkpoint has no tensor 'model.{gone}'" in lines[0], proc.stderr
+
+
+def _rewrite_sharded(directory: Path, gone: str) -> None:
+    """``directory``'s sharded checkpoint without tensor ``gone`` (its shard and index too)."""
+    path, index = _index(directory)
+    shard = index["weight_map"].pop(gone)
+    path.write_text(json.dumps(index))
+    held = {k: v for k, v in load_file(str(directory / shard)).items() if k != gone}
+    save_file(held, str(directory / shard), metadata={"format": "pt"})
