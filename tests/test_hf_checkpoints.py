@@ -461,3 +461,31 @@ def _rewrite_sharded(directory: Path, gone: str) -> None:
     path.write_text(json.dumps(index))
     held = {k: v for k, v in load_file(str(directory / shard)).items() if k != gone}
     save_file(held, str(directory / shard), metadata={"format": "pt"})
+
+
+def test_gpt2s_stack_reads_an_lm_head_models_directory(tmp_path, capsys) -> None:
+    """The GPT-2 decode stack names its ports ``h.{i}.…`` (GPT2Model's names); a
+    GPT2LMHeadModel's directory stores ``transformer.h.{i}.…``: the prefix is added to find
+    them, and a base model's directory binds as is."""
+    program = tmp_path / "gpt2.mlir"
+    flags = ["--hidden", "64", "--heads", "4", "--layers", "2", "--max-positions", "8"]
+    assert tp_gen(["gpt2", "--unsharded", *flags, "-o", str(program)]) == 0
+    results = []
+    for name, form in (("lm", {"shards": 3}), ("base", {"prefixed": False})):
+        directory = write_model(tmp_path / name, "gpt2", dtype="bfloat16", seed=2, **form)
+        out = tmp_path / f"{name}.npz"
+        code, _, err = run(
+            capsys, program, "--weights", directory, "--random-inputs", 1, "--outputs", out
+        )
+        assert code == 0, err
+        results.append(outputs(out))
+    plain = tmp_path / "plain.safetensors"
+    tensors = load_tensors(tmp_path / "base")
+    save_file({k: v.astype(np.float32) for k, v in tensors.items()}, str(plain))
+    out = tmp_path / "plain.npz"
+    code, _, err = run(capsys, program, "--weights", plain, "--random-inputs", 1, "--outputs", out)
+    assert code == 0, err
+    results.append(outputs(out))
+    for got in results[:2]:
+        assert got.keys() == results[2].keys()
+        assert all(np.array_equal(got[k], results[2][k]) for k in got)
