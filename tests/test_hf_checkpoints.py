@@ -489,3 +489,20 @@ def test_gpt2s_stack_reads_an_lm_head_models_directory(tmp_path, capsys) -> None
     for got in results[:2]:
         assert got.keys() == results[2].keys()
         assert all(np.array_equal(got[k], results[2][k]) for k in got)
+
+
+def test_a_hub_cache_snapshot_of_symlinks_reads(stack, tmp_path, capsys) -> None:
+    """The Hugging Face hub's cache keeps a snapshot's files as symlinks into ``blobs/``."""
+    model = write_model(tmp_path / "m", "qwen3", shards=3, seed=4)
+    blobs, snapshot = tmp_path / "blobs", tmp_path / "snapshots" / "abc"
+    blobs.mkdir()
+    snapshot.mkdir(parents=True)
+    for k, file in enumerate(sorted(model.iterdir())):
+        file.rename(blobs / f"blob{k}")
+        (snapshot / file.name).symlink_to(Path("../..") / "blobs" / f"blob{k}")
+    want = {k: v.astype(np.float32) for k, v in load_tensors(snapshot).items()}
+    got = open_model_dir(snapshot)
+    name = "model.layers.1.self_attn.v_proj.weight"
+    np.testing.assert_array_equal(got.read(name, dtype=np.float32), want[name])
+    code, _, err = run(capsys, stack, "--weights", snapshot, "--random-inputs", 0)
+    assert code == 0, err
