@@ -22,7 +22,9 @@ narrowing, naming both dtypes.
 **Every problem at once.** `check_arguments` looks at every argument (headers only: no
 tensor's data is read) and raises one `BindError` listing what is missing, misshaped,
 ambiguous, of a dtype refused or left unread — the first `SHOWN` said, the count of the
-rest — so a checkpoint is fixed in one round, not one run per tensor.
+rest — so a checkpoint is fixed in one round, not one run per tensor. `check_programs` does
+the same for the weights of several programs at once (a model's prefill and decode steps: a
+tensor is unread when no program reads it).
 """
 
 from __future__ import annotations

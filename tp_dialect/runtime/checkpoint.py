@@ -13,6 +13,10 @@ whole (a norm's scale) are loaded whole. The same weights are read at every stag
 lowering, since the manifest is. A tensor stored in a narrower dtype than its argument's
 (bf16 into f32) is widened as it is read, exactly.
 
+A serving layer opens a Hugging Face model directory with `open_model_dir` (a `ModelWeights`:
+``check(*programs)`` before anything runs, ``read(name, slices)``, and a `TensorSource` for
+`place_weights` and `Session`).
+
 Nothing here knows a model: what is a weight, an input or a cache is the port's role, which
 the program states (`tp_dialect.signature`).
 """
