@@ -13,14 +13,23 @@ also ``logits [B, V] f32``, then ``present_key.{i}``/``present_value.{i}``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from xdsl.ir import Attribute
 
-from tp_dialect.frontend.blocks import DecodeFunction, GenError, config_attr_text, last_row
+from tp_dialect.frontend.blocks import (
+    DecodeFunction,
+    GenError,
+    config_attr_text,
+    config_fields,
+    last_row,
+)
 from tp_dialect.frontend.bounds import check_config
 from tp_dialect.frontend.decoder import LayerShape, layer, weight_names
 from tp_dialect.frontend.emitter import TensorT, Value
+from tp_dialect.frontend.hf_config import Fields
 from tp_dialect.frontend.lm import LM, Step, argmax, embedding, head_logits
 from tp_dialect.frontend.norms import RopeScaling, inv_freq, rms_norm, rope_tables
 from tp_dialect.frontend.outline import LayerFunction, call_layer
@@ -147,8 +156,6 @@ def generate(model: LlamaModel, step: Step) -> str:
 
 def from_attr(attr: Attribute) -> tuple[LlamaModel, Step]:
     """The model and step a generated module recorded in ``tp.config``."""
-    from tp_dialect.frontend.blocks import config_fields
-
     try:
         return LlamaModel.from_fields(config_fields(attr))
     except (TypeError, KeyError) as err:
@@ -218,3 +225,129 @@ class _Writer:
         fn.results = list(layer(fn.e, s, "l", x, pos, tables, w, past_k, past_v))
         return fn
 
+
+# transformers 4.51.3's config-class defaults of the fields `from_hf` reads.
+_DEFAULTS: dict[str, Any] = {
+    "hidden_act": "silu",
+    "rms_norm_eps": 1e-6,
+    "rope_theta": 10000.0,
+    "tie_word_embeddings": False,
+    "attention_bias": False,
+    "mlp_bias": False,
+    "use_sliding_window": False,
+    "max_window_layers": 28,
+}
+_CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
+    "llama": _DEFAULTS,
+    "mistral": {**_DEFAULTS, "sliding_window": 4096},
+    "qwen2": _DEFAULTS,
+    "qwen3": {**_DEFAULTS, "head_dim": 128},
+}
+MODEL_TYPES = tuple(_CLASS_DEFAULTS)
+_ROPE_KEYS = {
+    "linear": ("factor",),
+    "llama3": (
+        "factor",
+        "low_freq_factor",
+        "high_freq_factor",
+        "original_max_position_embeddings",
+    ),
+}
+
+
+def from_hf(config: Mapping[str, Any]) -> LlamaModel:
+    """The model a Llama-family ``config.json`` describes. Raises GenError naming a field
+    that is not understood, or a value tp does not implement."""
+    model_type = str(config["model_type"])
+    f = Fields(config, _CLASS_DEFAULTS[model_type])
+    heads = f.integer("num_attention_heads")
+    hidden = f.integer("hidden_size")
+    kv = f.integer("num_key_value_heads") if f.has("num_key_value_heads") else heads
+    f.read.add("num_key_value_heads")
+    if f.has("head_dim") or model_type == "qwen3":
+        head_dim = f.integer("head_dim")
+    else:
+        f.read.add("head_dim")
+        head_dim = hidden // heads
+    f.one_of("hidden_act", ("silu",), "the Llama family's MLP is SiLU-gated")
+    attention_bias = f.flag("attention_bias") if model_type in ("llama", "qwen3") else False
+    mlp_bias = f.flag("mlp_bias") if model_type == "llama" else False
+    layers = f.integer("num_hidden_layers")
+    model = LlamaModel(
+        model_type=model_type,
+        vocab=f.integer("vocab_size"),
+        hidden=hidden,
+        heads=heads,
+        kv_heads=kv,
+        head_dim=head_dim,
+        intermediate=f.integer("intermediate_size"),
+        layers=layers,
+        eps=f.number("rms_norm_eps"),
+        theta=f.number("rope_theta"),
+        tied=f.flag("tie_word_embeddings"),
+        dtype=f.dtype(),
+        qkv_bias=model_type == "qwen2" or attention_bias,
+        o_bias=attention_bias,
+        mlp_bias=mlp_bias,
+        qk_norm=model_type == "qwen3",
+        window=_window(f, model_type, layers),
+        **_rope_scaling(f),
+    )
+    f.refuse_rest(model_type)
+    return model
+
+
+def _window(f: Fields, model_type: str, layers: int) -> int:
+    """The sliding window every layer keeps (0: none). Mistral's applies to every layer;
+    Qwen2's and Qwen3's (``use_sliding_window``) to layers from ``max_window_layers`` on,
+    which one outlined ``@layer`` cannot hold unless that is every layer or none."""
+    if model_type == "mistral":
+        return f.integer("sliding_window") if f.get("sliding_window") is not None else 0
+    if model_type not in ("qwen2", "qwen3"):
+        return 0
+    # without use_sliding_window, neither the window nor its first layer is read
+    f.read.update(("sliding_window", "max_window_layers"))
+    if not f.flag("use_sliding_window"):
+        return 0
+    first = f.get("max_window_layers")
+    if not isinstance(first, int) or isinstance(first, bool) or first < 0:
+        raise GenError(f"config field 'max_window_layers' must be an integer, got {first!r}")
+    if first >= layers:
+        return 0
+    if first > 0:
+        raise GenError(
+            f"config field 'use_sliding_window' with 'max_window_layers' = {first} is not "
+            f"understood: a window on layers {first}.. only (tp's layers are one function)"
+        )
+    return f.integer("sliding_window")
+
+
+def _rope_scaling(f: Fields) -> dict[str, Any]:
+    """The `LlamaModel` fields of ``rope_scaling`` (none, ``linear``, ``llama3``)."""
+    scaling = f.get("rope_scaling")
+    if scaling is None:
+        return {}
+    if not isinstance(scaling, dict):
+        raise GenError(f"config field 'rope_scaling' must be an object or null, got {scaling!r}")
+    kind = scaling.get("rope_type", scaling.get("type"))
+    if kind == "default":
+        return {}
+    if kind not in _ROPE_KEYS:
+        raise GenError(
+            f"config field 'rope_scaling' of type {kind!r} is not understood "
+            "(tp implements none, 'default', 'linear' and 'llama3')"
+        )
+    extra = sorted(set(scaling) - {"rope_type", "type", *_ROPE_KEYS[kind]})
+    if extra:
+        raise GenError(f"config field 'rope_scaling.{extra[0]}' is not understood")
+    sub = Fields(scaling, {})
+    out: dict[str, Any] = {"rope_kind": kind, "rope_factor": sub.number("factor")}
+    if kind == "llama3":
+        out.update(
+            rope_low=sub.number("low_freq_factor"),
+            rope_high=sub.number("high_freq_factor"),
+            rope_original=sub.integer("original_max_position_embeddings"),
+        )
+        if out["rope_low"] >= out["rope_high"]:
+            raise GenError("config field 'rope_scaling': low_freq_factor must be below high")
+    return out
