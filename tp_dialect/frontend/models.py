@@ -11,7 +11,7 @@ from __future__ import annotations
 from xdsl.dialects.builtin import DictionaryAttr
 from xdsl.ir import Attribute
 
-from tp_dialect.frontend import gpt2, qwen3
+from tp_dialect.frontend import gpt2, qwen3, registry
 from tp_dialect.frontend.blocks import GenError, config_fields
 
 ModelConfig = qwen3.Qwen3Config | gpt2.GPT2Config
@@ -49,10 +49,13 @@ def generate(cfg: ModelConfig, outline: bool = False) -> str:
 
 
 def unsharded_text(attr: Attribute) -> str:
-    """The unsharded decode step, as MLIR text, of the model a module's ``tp.config``
-    describes (either family; a split program's config gives its unsharded original, the
-    reference ``tp-run --check`` compares against). Raises GenError when ``attr`` describes
-    no generated decode step or its config is refused."""
+    """The unsharded step, as MLIR text, of the model a module's ``tp.config`` describes (a
+    decode stack of either family, or a whole model's step of a registry family; a split
+    program's config gives its unsharded original, the reference ``tp-run --check`` compares
+    against). Raises GenError when ``attr`` describes no generated step or its config is
+    refused."""
+    if registry.is_whole_model(attr):
+        return registry.unsharded_text(attr)
     cfg = config_from_attr(attr)
     if isinstance(cfg, qwen3.Qwen3Config):
         cfg = cfg.unsharded()
