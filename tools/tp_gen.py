@@ -161,7 +161,7 @@ def config_from(args: argparse.Namespace) -> ModelConfig:
 def qwen3_config_from(args: argparse.Namespace) -> qwen3.Qwen3Config:
     """The Qwen3 config the flags ask for (split over ``--chips``, or unsharded)."""
     overrides: dict[str, int | str | bool] = {
-        "layers": args.layers or 1,
+        "layers": 1 if args.layers is None else args.layers,
         "chips": _QWEN3_CHIPS if args.chips is None else args.chips,
         "dtype": args.dtype or "f32",
         "fold": args.fold,
@@ -186,7 +186,10 @@ def gpt2_config_from(args: argparse.Namespace) -> gpt2.GPT2Config:
             "tp-gen writes gpt2 unsharded only (--unsharded): the split program comes from "
             'tp-opt --tp-split="chips=N plan=gpt2"'
         )
-    overrides: dict[str, int | str] = {"layers": args.layers or 1, "dtype": args.dtype or "f32"}
+    overrides: dict[str, int | str] = {
+        "layers": 1 if args.layers is None else args.layers,
+        "dtype": args.dtype or "f32",
+    }
     for name in ("hidden", "heads", "intermediate", "batch", "max_positions"):
         if (value := getattr(args, name)) is not None:
             overrides[name] = value
