@@ -1,7 +1,8 @@
-"""One Llama-style decoder layer as IR, written once for the whole family and both program
-kinds: the Qwen3 decode stack (`tp_dialect.frontend.qwen3`: rows ``[b, h]``, one position)
-and the whole-model step of Llama, Mistral, Qwen2 and Qwen3 (`tp_dialect.frontend.llama`:
-tokens ``[b, S, h]`` at positions ``position .. position + S - 1``).
+"""One Llama-style decoder layer as IR, written once for the whole family: the whole-model
+step of Llama, Mistral, Qwen2 and Qwen3 (`tp_dialect.frontend.llama`: tokens ``[b, S, h]`` at
+positions ``position .. position + S - 1``); it also takes a decode stack's rows ``[b, h]``
+(``tokens`` None), the form `tp_dialect.frontend.qwen3` still writes with its own split
+(no program writes that form through this module yet).
 
 The layer is pre-norm: RMSNorm, q/k/v projections (biases for Qwen2 or Llama's
 ``attention_bias``; Qwen3's per-head q/k RMSNorm), rotate-half RoPE, the KV-cache write, causal

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from xdsl.ir import Attribute
 
@@ -20,20 +20,6 @@ from tp_dialect.frontend import gpt2_lm, llama
 from tp_dialect.frontend.blocks import GenError, config_fields
 from tp_dialect.frontend.hf_config import read_config
 from tp_dialect.frontend.lm import Step
-
-
-class Model(Protocol):
-    """What every family's model is: its numbers, checked against a step and recorded."""
-
-    @property
-    def model_type(self) -> str: ...
-
-    @property
-    def vocab(self) -> int: ...
-
-    def tensors(self) -> dict[str, tuple[int, ...]]: ...
-
-    def check(self, step: Step) -> None: ...
 
 
 @dataclass(frozen=True)
