@@ -4,6 +4,10 @@
 ``tp-gen gpt2 --preset gpt2 --unsharded -o gpt2.mlir`` (GPT-2 is generated unsharded only)
 ``--outline``: one ``func.func private @layer`` that ``@decode`` calls once a layer, the same
 ports (``tp-opt --tp-inline`` gives the flat program back)
+``tp-gen --from-pretrained DIR --step prefill --prompt-len 7 --batch 2 --max-positions 64
+[--logits] [--chips N | --unsharded] -o prefill.mlir``: a Hugging Face model directory's whole
+step program (embedding, layers, head, greedy argmax), written unsharded by its family
+(`tp_dialect.frontend.registry`) and, over N > 1 chips, split by the family's HF plan
 """
 
 from __future__ import annotations
@@ -12,12 +16,14 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from io import StringIO
 
 from tp_dialect.analysis.manifest import read_manifest
 from tp_dialect.frontend import gpt2, qwen3
 from tp_dialect.frontend.blocks import GenError
 from tp_dialect.frontend.bounds import positive
 from tp_dialect.frontend.models import ModelConfig, generate
+from tp_dialect.frontend.registry import read_model
 from tp_dialect.tools.common import ToolParser, UserError, check_writable, run_tool, write_output
 from tp_dialect.tools.source import parse_module
 from tp_dialect.universe import tp_context
@@ -27,19 +33,61 @@ _DIMS = ("hidden", "heads", "kv_heads", "head_dim", "intermediate")
 # c_attn is already one fused tensor, no split to fold): refused rather than ignored.
 _NOT_GPT2 = ("kv_heads", "head_dim", "fused_qkv", "fused_gate_up", "fold")
 _QWEN3_CHIPS = 2  # qwen3's default N
+# The flags of the decode stacks a model directory states itself (or has no use for), and
+# those only a model directory takes: each refused where it does not apply.
+_STACK_ONLY = (
+    "preset",
+    "layers",
+    *_DIMS,
+    "dtype",
+    "fold",
+    "fused_qkv",
+    "fused_gate_up",
+    "outline",
+    "manifest",
+)
+_PRETRAINED_ONLY = ("step", "prompt_len", "logits")
 
 
 def parser() -> argparse.ArgumentParser:
     """tp-gen's command line: the family, its preset and overrides, the split, the outputs."""
     p = ToolParser(prog="tp-gen", description="Write a tensor-parallel decode step as tp IR.")
-    p.add_argument("model", choices=["qwen3", "gpt2"], help="the model family to generate")
+    p.add_argument(
+        "model",
+        nargs="?",
+        choices=["qwen3", "gpt2"],
+        help="the decode-stack family to generate (not with --from-pretrained)",
+    )
+    p.add_argument(
+        "--from-pretrained",
+        metavar="DIR",
+        default=None,
+        help="a Hugging Face model directory (config.json): write its whole-model step",
+    )
+    p.add_argument(
+        "--step",
+        choices=["prefill", "decode"],
+        default=None,
+        help="with --from-pretrained: the prompt step (@prefill) or one token (@decode)",
+    )
+    p.add_argument(
+        "--prompt-len",
+        type=int,
+        default=None,
+        help="with --from-pretrained --step prefill: the prompt's tokens S (default 1)",
+    )
+    p.add_argument(
+        "--logits",
+        action="store_true",
+        help="with --from-pretrained: also return the last position's logits",
+    )
     p.add_argument(
         "--preset",
         choices=sorted({*qwen3.PRESETS, *gpt2.PRESETS}),
-        default="tiny",
-        help="qwen3: tiny, qwen3-8b; gpt2: tiny, gpt2",
+        default=None,
+        help="qwen3: tiny, qwen3-8b; gpt2: tiny, gpt2 (default tiny)",
     )
-    p.add_argument("--layers", type=int, default=1)
+    p.add_argument("--layers", type=int, default=None)
     p.add_argument(
         "--chips",
         type=int,
@@ -59,7 +107,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--dtype",
         choices=["f32", "bf16"],
-        default="f32",
+        default=None,
         help="element type of the weights (activations are f32)",
     )
     p.add_argument(
@@ -102,6 +150,9 @@ def config_from(args: argparse.Namespace) -> ModelConfig:
                 f"--unsharded writes the single-chip program: --chips {args.chips} does not "
                 f'apply (tp-opt --tp-split="chips=N plan={args.model}" splits it)'
             )
+    for name in _PRETRAINED_ONLY:
+        if getattr(args, name) not in (None, False):
+            raise GenError(f"--{name.replace('_', '-')} applies only with --from-pretrained")
     if args.model == "gpt2":
         return gpt2_config_from(args)
     return qwen3_config_from(args)
@@ -110,9 +161,9 @@ def config_from(args: argparse.Namespace) -> ModelConfig:
 def qwen3_config_from(args: argparse.Namespace) -> qwen3.Qwen3Config:
     """The Qwen3 config the flags ask for (split over ``--chips``, or unsharded)."""
     overrides: dict[str, int | str | bool] = {
-        "layers": args.layers,
+        "layers": 1 if args.layers is None else args.layers,
         "chips": _QWEN3_CHIPS if args.chips is None else args.chips,
-        "dtype": args.dtype,
+        "dtype": args.dtype or "f32",
         "fold": args.fold,
         "fused_qkv": args.fused_qkv,
         "fused_gate_up": args.fused_gate_up,
@@ -120,7 +171,7 @@ def qwen3_config_from(args: argparse.Namespace) -> qwen3.Qwen3Config:
     for name in (*_DIMS, "batch", "max_positions"):
         if (value := getattr(args, name)) is not None:
             overrides[name] = value
-    cfg = qwen3.Qwen3Config.preset(args.preset, **overrides)
+    cfg = qwen3.Qwen3Config.preset(args.preset or "tiny", **overrides)
     return cfg.unsharded() if args.unsharded else cfg
 
 
@@ -135,16 +186,69 @@ def gpt2_config_from(args: argparse.Namespace) -> gpt2.GPT2Config:
             "tp-gen writes gpt2 unsharded only (--unsharded): the split program comes from "
             'tp-opt --tp-split="chips=N plan=gpt2"'
         )
-    overrides: dict[str, int | str] = {"layers": args.layers, "dtype": args.dtype}
+    overrides: dict[str, int | str] = {
+        "layers": 1 if args.layers is None else args.layers,
+        "dtype": args.dtype or "f32",
+    }
     for name in ("hidden", "heads", "intermediate", "batch", "max_positions"):
         if (value := getattr(args, name)) is not None:
             overrides[name] = value
-    return gpt2.GPT2Config.preset(args.preset, **overrides)
+    return gpt2.GPT2Config.preset(args.preset or "tiny", **overrides)
+
+
+def pretrained_text(args: argparse.Namespace) -> str:
+    """The whole-model step program of ``--from-pretrained DIR`` the flags ask for: the
+    family's unsharded program, split by the family's HF plan over ``--chips N > 1``.
+    Raises GenError for a flag of the decode stacks, a directory or config refused, or a
+    dim N does not divide."""
+    for name in _STACK_ONLY:
+        if getattr(args, name) not in (None, False):
+            raise GenError(f"--{name.replace('_', '-')} does not apply with --from-pretrained")
+    chips = 1 if args.chips is None else args.chips
+    positive("chips", chips)
+    if args.unsharded and chips > 1:
+        raise GenError(
+            f"--unsharded writes the single-chip program: --chips {chips} does not apply"
+        )
+    kind = args.step or "prefill"
+    if kind == "decode" and args.prompt_len not in (None, 1):
+        raise GenError("--prompt-len applies to --step prefill (a decode step reads one token)")
+    model = read_model(args.from_pretrained)
+    if chips > 1:
+        model.check_chips(chips)
+    step = model.step(kind, args.prompt_len or 1, args.batch or 1, args.max_positions, args.logits)
+    text = model.write(step)
+    if chips == 1:
+        return text
+    return split_text(text, chips, model.entry.plan)
+
+
+def split_text(text: str, chips: int, plan: str) -> str:
+    """``text`` (an unsharded program) split over ``chips`` by tp-split's ``plan``."""
+    from xdsl.printer import Printer
+
+    from tp_dialect.diagnostics import TpDiagnostic
+    from tp_dialect.passes.split import TpSplit
+
+    ctx = tp_context()
+    module, _ = parse_module(ctx, text, "<tp-gen>")
+    try:
+        TpSplit(chips=chips, plan=plan).apply(ctx, module)
+    except TpDiagnostic as err:
+        raise GenError(err.message) from None
+    out = StringIO()
+    Printer(stream=out).print_op(module)
+    return out.getvalue() + "\n"
 
 
 def _main(argv: Sequence[str] | None) -> int:
     args = parser().parse_args(argv)
     check_writable(args.output, args.manifest)
+    if (args.model is None) == (args.from_pretrained is None):
+        raise GenError("name one model family (qwen3, gpt2) or --from-pretrained DIR")
+    if args.from_pretrained is not None:
+        write_output(args.output, pretrained_text(args))
+        return 0
     cfg = config_from(args)
     text = generate(cfg, outline=args.outline)
     if args.manifest:

@@ -32,7 +32,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
 )
-from xdsl.dialects.func import FuncOp
+from xdsl.dialects.func import CallOp, FuncOp
 from xdsl.ir import Attribute, BlockArgument
 
 from tp_dialect.analysis.values import uses_through_programs
@@ -78,14 +78,25 @@ class Port:
 
 
 def entry_function(module: ModuleOp) -> FuncOp:
-    """The function a host calls: ``@decode`` if present, else the module's only function."""
+    """The function a host calls: ``@decode`` if present, else ``@prefill`` (a whole model's
+    prompt step), else the only function no call in the module reaches (an outlined
+    ``@layer`` is called, so it is never the entry)."""
     funcs = [op for op in module.ops if isinstance(op, FuncOp)]  # functions are top level
-    for f in funcs:
-        if f.sym_name.data == "decode":
-            return f
-    if len(funcs) != 1:
-        raise BindError(f"cannot pick an entry function among {len(funcs)}: name one @decode")
-    return funcs[0]
+    for name in ("decode", "prefill"):
+        for f in funcs:
+            if f.sym_name.data == name:
+                return f
+    if len(funcs) == 1:
+        return funcs[0]
+    called = {
+        op.callee.root_reference.data for f in funcs for op in f.walk() if isinstance(op, CallOp)
+    }
+    roots = [f for f in funcs if f.sym_name.data not in called]
+    if len(roots) != 1:
+        raise BindError(
+            f"cannot pick an entry function among {len(funcs)}: name one @decode or @prefill"
+        )
+    return roots[0]
 
 
 def _stated(attrs: Attribute | None, key: str) -> Attribute | None:

@@ -70,10 +70,12 @@ def config_fields(attr: Attribute) -> dict[str, object]:
 
 @dataclass
 class DecodeFunction:
-    """One ``func.func @decode`` being written: its body (the emitter's lines), its named
-    arguments with the roles ``family`` gives them, and its named results."""
+    """One entry function (``func.func @decode``, or ``@prefill`` for a whole model's prompt
+    step) being written: its body (the emitter's lines), its named arguments with the roles
+    ``family`` gives them, and its named results."""
 
     family: Family
+    entry: str = "decode"
     e: Emitter = field(default_factory=Emitter)
     args: list[tuple[str, str, str]] = field(default_factory=list[tuple[str, str, str]])
     results: list[tuple[Value, str]] = field(default_factory=list[tuple[Value, str]])
@@ -97,7 +99,7 @@ class DecodeFunction:
             comment,
             f"builtin.module attributes {{tp.chips = {chips} : i64, tp.config = {config}}} {{",
             *before,
-            f"  func.func @decode({args}) -> ({res}) {{",
+            f"  func.func @{self.entry}({args}) -> ({res}) {{",
         ]
         tail = [f"    func.return {ret_vals} : {ret_types}", "  }", "}", ""]
         return "\n".join(head + self.e.lines + tail)
@@ -109,6 +111,15 @@ class DecodeFunction:
 # checkpoints), GPT-2's Conv1D [in, out] (y = x @ W + b).
 OUT_IN = "bk,ok->bo"
 IN_OUT = "bk,ko->bo"
+
+
+def token_spec(spec: str, rank: int) -> str:
+    """A projection's ``spec`` (written for ``[b, in]`` rows) for an input of ``rank``: rank 3
+    (``[b, s, in]``, a whole model's tokens) reads and writes the token axis ``s`` too."""
+    if rank == 2:
+        return spec
+    (x, w), out = spec.split("->")[0].split(","), spec.split("->")[1]
+    return f"{x[0]}s{x[1:]},{w}->{out[0]}s{out[1:]}"
 
 
 def linear(
@@ -124,8 +135,11 @@ def linear(
     """``x`` contracted with ``w`` by ``spec`` (`OUT_IN` for an ``[out, in]`` weight,
     `IN_OUT` for a Conv1D ``[in, out]`` one), named ``hint``; with ``bias``,
     that plus the bias (named ``bias_hint``) as its own elementwise generic, so a row split
-    can add the bias once after its all-reduce rather than on every chip."""
-    y = e.einsum(hint, spec, x, w, out_t)
+    can add the bias once after its all-reduce rather than on every chip. ``x`` is
+    ``[b, in]`` or ``[b, s, in]`` (`token_spec`)."""
+    xt = x.type
+    assert isinstance(xt, TensorT)
+    y = e.einsum(hint, token_spec(spec, len(xt.shape)), x, w, out_t)
     if bias is None:
         return y
     return add_bias(e, bias_hint or f"{hint}_b", y, bias)
@@ -158,129 +172,212 @@ def residual(e: Emitter, hint: str, x: Value, y: Value) -> Value:
 # -- reshapes --------------------------------------------------------------------------
 
 
+def _slice_text(x: Value, t: TensorT, offsets: Sequence[object], sizes: Sequence[int]) -> str:
+    """``tensor.extract_slice`` of ``x`` at ``offsets`` (static or SSA) into type ``t``."""
+    xt = x.type
+    ones = ", ".join("1" for _ in sizes)
+    return (
+        f"tensor.extract_slice {x}[{', '.join(map(str, offsets))}] "
+        f"[{', '.join(map(str, sizes))}] [{ones}] : {xt} to {t}"
+    )
+
+
 def split_cols(
     e: Emitter, tag: str, x: Value, widths: Sequence[int], names: Sequence[str] | None = None
 ) -> list[Value]:
-    """Consecutive column blocks of a [b, n] tensor (a fused projection's parts), named
-    ``{tag}_{names[j]}`` (default ``{tag}_part{j}``)."""
+    """Consecutive blocks of the last axis of ``x`` (a fused projection's parts, ``[b, n]``
+    or ``[b, s, n]``), named ``{tag}_{names[j]}`` (default ``{tag}_part{j}``)."""
     xt = x.type
     assert isinstance(xt, TensorT)
+    rows = list(xt.shape[:-1])
     out, start = [], 0
     for j, wdt in enumerate(widths):
-        t = xt.reshaped((xt.shape[0], wdt))
+        t = xt.reshaped((*rows, wdt))
         part = f"part{j}" if names is None else names[j]
-        out.append(
-            e.bind(
-                f"{tag}_{part}",
-                t,
-                f"tensor.extract_slice {x}[0, {start}] [{xt.shape[0]}, {wdt}] [1, 1] : {xt} to {t}",
-            )
-        )
+        offsets = [0] * len(rows) + [start]
+        out.append(e.bind(f"{tag}_{part}", t, _slice_text(x, t, offsets, [*rows, wdt])))
         start += wdt
     return out
 
 
-def expand(e: Emitter, hint: str, x: Value, shape: tuple[int, int, int, int]) -> Value:
-    """A [b, k*g*d] projection viewed as [b, k, g, d] (heads; ``tensor.expand_shape``)."""
+def _groups(rank: int, last: int) -> str:
+    """The reassociation ``[[0], ..., [rank-1 .. rank-1+last)]``: every leading axis kept,
+    the last split into (or merged from) ``last`` axes."""
+    lead = [f"[{i}]" for i in range(rank - 1)]
+    tail = "[" + ", ".join(str(rank - 1 + j) for j in range(last)) + "]"
+    return "[" + ", ".join([*lead, tail]) + "]"
+
+
+def expand(e: Emitter, hint: str, x: Value, shape: tuple[int, ...]) -> Value:
+    """A projection ``[b, n]`` (or ``[b, s, n]``) viewed into heads: its last axis split
+    into the trailing axes of ``shape`` (``[b, k, g, d]``, ``[b, s, k, g, d]``; a cut stays at
+    head boundaries), by ``tensor.expand_shape``."""
     xt = x.type
     assert isinstance(xt, TensorT)
     t = xt.reshaped(shape)
     dims = ", ".join(map(str, shape))
+    groups = _groups(len(xt.shape), len(shape) - len(xt.shape) + 1)
     return e.bind(
-        hint,
-        t,
-        f"tensor.expand_shape {x} [[0], [1, 2, 3]] output_shape [{dims}] : {xt} into {t}",
+        hint, t, f"tensor.expand_shape {x} {groups} output_shape [{dims}] : {xt} into {t}"
     )
 
 
 def collapse_heads(e: Emitter, hint: str, x: Value) -> Value:
-    """A [b, k, g, d] tensor (attention's output per head) viewed as [b, k*g*d]."""
+    """Attention's output per head (``[b, k, g, d]``, or ``[b, s, k, g, d]``) viewed as one
+    row of features per token (``[b, k*g*d]``, ``[b, s, k*g*d]``)."""
     xt = x.type
     assert isinstance(xt, TensorT)
-    b, k, g, d = xt.shape
-    t = xt.reshaped((b, k * g * d))
-    return e.bind(hint, t, f"tensor.collapse_shape {x} [[0], [1, 2, 3]] : {xt} into {t}")
+    lead = xt.shape[: len(xt.shape) - 3]
+    k, g, d = xt.shape[-3:]
+    t = xt.reshaped((*lead, k * g * d))
+    groups = _groups(len(lead) + 1, 3)
+    return e.bind(hint, t, f"tensor.collapse_shape {x} {groups} : {xt} into {t}")
+
+
+def heads_first(e: Emitter, hint: str, x: Value) -> Value:
+    """A whole model's keys or values ``[b, s, k, d]`` laid out as the cache holds them,
+    ``[b, k, s, d]`` (a copy through one parallel ``linalg.generic``)."""
+    xt = x.type
+    assert isinstance(xt, TensorT)
+    b, s, k, d = xt.shape
+    return e.generic(
+        hint,
+        [(x, "bskd")],
+        (xt.reshaped((b, k, s, d)), "bksd"),
+        "bksd",
+        "",
+        [f"linalg.yield %x : {xt.dtype}"],
+        ["x", "o"],
+    )
+
+
+def last_row(e: Emitter, hint: str, x: Value) -> Value:
+    """The last token's row ``[b, h]`` of ``[b, s, h]`` (``tensor.extract_slice`` of row
+    ``s - 1``, the token axis dropped)."""
+    xt = x.type
+    assert isinstance(xt, TensorT)
+    b, s, h = xt.shape
+    t = xt.reshaped((b, h))
+    return e.bind(hint, t, _slice_text(x, t, [0, s - 1, 0], [b, 1, h]))
 
 
 # -- the KV cache and attention -----------------------------------------------------------
 
 
 def cache_write(e: Emitter, hint: str, kv: Value, cache: Value, idx: Value) -> Value:
-    """The cache with position ``idx`` overwritten by this step's key or value."""
+    """The cache ``[b, k, P, d]`` with rows ``idx ..`` overwritten by this step's keys or
+    values ``[b, k, rows, d]`` (one row a decode step; a prompt's ``S``)."""
     kt, ct = kv.type, cache.type
     assert isinstance(kt, TensorT) and isinstance(ct, TensorT)
-    b, k, _, d = kt.shape
+    b, k, rows, d = kt.shape
     return e.bind(
         hint,
         ct,
-        f"tensor.insert_slice {kv} into {cache}[0, 0, {idx}, 0] [{b}, {k}, 1, {d}] "
+        f"tensor.insert_slice {kv} into {cache}[0, 0, {idx}, 0] [{b}, {k}, {rows}, {d}] "
         f"[1, 1, 1, 1] : {kt} into {ct}",
     )
 
 
-def attention(e: Emitter, tag: str, q: Value, keys: Value, values: Value, idx: Value) -> Value:
-    """softmax(q·Kᵀ/√d, positions 0..idx) · V for q [b,k,g,d] over caches [b,k,m,d]: the
-    scores masked by a ``linalg.index`` compare, a max-shifted softmax, and the weighted sum
-    of values, each a ``linalg.generic`` on q's chip."""
+def attention(
+    e: Emitter,
+    tag: str,
+    q: Value,
+    keys: Value,
+    values: Value,
+    idx: Value,
+    window: int | None = None,
+) -> Value:
+    """softmax(q·Kᵀ/√d) · V over the caches ``[b, k, m, d]``, causal: the query at position
+    ``p`` sees keys ``j <= p`` (and ``j > p - window`` with a sliding ``window``), each a
+    ``linalg.generic`` on q's chip: the scores masked by a ``linalg.index`` compare, a
+    max-shifted softmax, and the weighted sum of values.
+
+    ``q`` is a decode step's ``[b, k, g, d]`` (one query, at position ``idx``) or a whole
+    model's ``[b, s, k, g, d]`` (query ``s`` at position ``idx + s``); the result has
+    ``q``'s shape."""
     qt, kt = q.type, keys.type
     assert isinstance(qt, TensorT) and isinstance(kt, TensorT)
-    b, k, g, d = qt.shape
     m = kt.shape[2]
-    st = TensorT((b, k, g, m), "f32", qt.chip)
-    scores = e.einsum(f"{tag}_scores", "bkgd,bkmd->bkgm", q, keys, st)
+    tokens = len(qt.shape) == 5
+    d = qt.shape[-1]
+    if tokens:
+        b, s, k, g, _ = qt.shape
+        q_l, sc_l, row_l, st = "bskgd", "bkgsm", "bkgs", TensorT((b, k, g, s, m), "f32", qt.chip)
+        rt = TensorT((b, k, g, s), "f32", qt.chip)
+        # the query's position: idx + s (linalg.index 3 of the scores' loops)
+        where = ["%q = linalg.index 3 : index", f"%p = arith.addi %q, {idx} : index"]
+        at = "%p"
+    else:
+        b, k, g, _ = qt.shape
+        q_l, sc_l, row_l, st = "bkgd", "bkgm", "bkg", TensorT((b, k, g, m), "f32", qt.chip)
+        rt = TensorT((b, k, g), "f32", qt.chip)
+        where, at = [], str(idx)
+    scores = e.einsum(f"{tag}_scores", f"{q_l},bkmd->{sc_l}", q, keys, st)
     scale = e.scalar("inv_sqrt_head_dim", 1.0 / math.sqrt(d))
     neg_inf = e.scalar("neg_inf", float("-inf"))
+    mask = [*where, f"%m = linalg.index {len(sc_l) - 1} : index"]
+    mask.append(f"%keep = arith.cmpi sle, %m, {at} : index")
+    if window is not None:
+        # Mistral's sliding window: also keys j > p - window (transformers' mask).
+        w = e.scalar("window", window, "index")
+        mask += [
+            f"%lo = arith.subi {at}, {w} : index",
+            "%near = arith.cmpi sgt, %m, %lo : index",
+            "%seen = arith.andi %keep, %near : i1",
+        ]
+    keep = "%seen" if window is not None else "%keep"
     masked = e.generic(
         f"{tag}_masked",
-        [(scores, "bkgm")],
-        (st, "bkgm"),
-        "bkgm",
+        [(scores, sc_l)],
+        (st, sc_l),
+        sc_l,
         "",
         [
-            "%m = linalg.index 3 : index",
-            f"%keep = arith.cmpi sle, %m, {idx} : index",
+            *mask,
             f"%sc = arith.mulf %s, {scale} : f32",
-            f"%r = arith.select %keep, %sc, {neg_inf} : f32",
+            f"%r = arith.select {keep}, %sc, {neg_inf} : f32",
             "linalg.yield %r : f32",
         ],
         ["s", "o"],
         doc="softmax",
     )
-    rt = TensorT((b, k, g), "f32", qt.chip)
     neg_infs = e.filled(chip_hint("neg_infs", qt.chip), rt, neg_inf)
-    mx = reduce_positions(e, f"{tag}_max", masked, neg_infs, "maximumf")
+    mx = reduce_positions(e, f"{tag}_max", masked, neg_infs, "maximumf", sc_l)
     ex = e.generic(
         f"{tag}_exp",
-        [(masked, "bkgm"), (mx, "bkg")],
-        (st, "bkgm"),
-        "bkgm",
+        [(masked, sc_l), (mx, row_l)],
+        (st, sc_l),
+        sc_l,
         "",
         ["%z = arith.subf %s, %mx : f32", "%r = math.exp %z : f32", "linalg.yield %r : f32"],
         ["s", "mx", "o"],
         doc="softmax",
     )
     zeros = e.filled(chip_hint("zeros", qt.chip), rt, e.scalar("zero", 0.0))
-    total = reduce_positions(e, f"{tag}_sum", ex, zeros, "addf")
+    total = reduce_positions(e, f"{tag}_sum", ex, zeros, "addf", sc_l)
     probs = e.generic(
         f"{tag}_probs",
-        [(ex, "bkgm"), (total, "bkg")],
-        (st, "bkgm"),
-        "bkgm",
+        [(ex, sc_l), (total, row_l)],
+        (st, sc_l),
+        sc_l,
         "",
         ["%r = arith.divf %x, %t : f32", "linalg.yield %r : f32"],
         ["x", "t", "o"],
         doc="softmax",
     )
-    return e.einsum(f"{tag}_attn", "bkgm,bkmd->bkgd", probs, values, qt)
+    return e.einsum(f"{tag}_attn", f"{sc_l},bkmd->{q_l}", probs, values, qt)
 
 
-def reduce_positions(e: Emitter, hint: str, x: Value, init: Value, combine: str) -> Value:
-    """``init ⊕ x`` reduced over the positions axis m of [b, k, g, m] (softmax's max/sum)."""
+def reduce_positions(
+    e: Emitter, hint: str, x: Value, init: Value, combine: str, letters: str = "bkgm"
+) -> Value:
+    """``init ⊕ x`` reduced over the positions axis m, the last of ``letters`` (softmax's
+    max/sum over scores ``[b, k, g, m]`` or ``[b, k, g, s, m]``)."""
     return e.generic(
         hint,
-        [(x, "bkgm")],
-        (init, "bkg"),
-        "bkgm",
+        [(x, letters)],
+        (init, letters[:-1]),
+        letters,
         "m",
         [f"%r = arith.{combine} %acc, %s : f32", "linalg.yield %r : f32"],
         ["s", "acc"],

@@ -46,7 +46,7 @@ def _dims(n: int) -> list[str]:
     return [f"d{i}" for i in range(n)]
 
 
-def _map(letters: str, order: str) -> str:
+def affine_map(letters: str, order: str) -> str:
     """affine_map over the iteration letters ``order`` projecting onto ``letters``."""
     dims = _dims(len(order))
     pos = {c: dims[i] for i, c in enumerate(order)}
@@ -137,7 +137,7 @@ class Emitter:
             init = self.empty(init)
         out_t = init.type
         assert isinstance(out_t, TensorT)
-        maps = [_map(letters, order) for _, letters in ins] + [_map(out_letters, order)]
+        maps = [affine_map(letters, order) for _, letters in ins] + [affine_map(out_letters, order)]
         iters = ", ".join('"reduction"' if c in reduced else '"parallel"' for c in order)
         in_vals = ", ".join(str(v) for v, _ in ins)
         in_types = ", ".join(str(v.type) for v, _ in ins)

@@ -16,7 +16,6 @@ other's.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
@@ -32,13 +31,15 @@ from tp_dialect.frontend.blocks import (
     config_attr_text,
     config_fields,
     expand,
+    heads_first,
     linear,
     residual,
     split_cols,
 )
 from tp_dialect.frontend.bounds import check_config
-from tp_dialect.frontend.emitter import Emitter, TensorT, Value, chip_hint
+from tp_dialect.frontend.emitter import Emitter, TensorT, Value
 from tp_dialect.frontend.family import Family
+from tp_dialect.frontend.norms import gelu_tanh, layer_norm
 from tp_dialect.frontend.outline import LayerFunction, call_layer
 
 PRESETS: dict[str, dict[str, int]] = {
@@ -162,121 +163,6 @@ def generate(cfg: GPT2Config, outline: bool = False) -> str:
     return _Writer(cfg).module(outline)
 
 
-def layer_norm(e: Emitter, hint: str, x: Value, w: Value, bias: Value, eps: float) -> Value:
-    """``(x - mean) / sqrt(var + eps) * w + bias`` over the last axis of ``x`` (biased
-    variance, as torch's LayerNorm), computed in f32: a sum, the centred values, their sum
-    of squares, then one map. Centring before squaring keeps the variance exact for rows
-    with a large mean, where E[x²] - E[x]² would cancel."""
-    xt = x.type
-    assert isinstance(xt, TensorT)
-    letters = "bcdefgh"[: len(xt.shape) - 1] + "z"
-    rows = letters[:-1]
-    rows_t = TensorT(xt.shape[:-1], "f32", xt.chip)
-    acc = e.filled(chip_hint("zeros", xt.chip), rows_t, e.scalar("zero", 0.0))
-    n = e.scalar(f"n{xt.shape[-1]}", float(xt.shape[-1]))
-    total = e.generic(
-        f"{hint}_sum",
-        [(x, letters)],
-        (acc, rows),
-        letters,
-        "z",
-        ["%s = arith.addf %acc, %x : f32", "linalg.yield %s : f32"],
-        ["x", "acc"],
-        doc="layer_norm",
-    )
-    centred = e.generic(
-        f"{hint}_centred",
-        [(x, letters), (total, rows)],
-        (xt, letters),
-        letters,
-        "",
-        [
-            f"%mean = arith.divf %s, {n} : f32",
-            "%c = arith.subf %x, %mean : f32",
-            "linalg.yield %c : f32",
-        ],
-        ["x", "s", "o"],
-        doc="layer_norm",
-    )
-    ss = e.generic(
-        f"{hint}_ss",
-        [(centred, letters)],
-        (acc, rows),
-        letters,
-        "z",
-        [
-            "%sq = arith.mulf %c, %c : f32",
-            "%s = arith.addf %acc, %sq : f32",
-            "linalg.yield %s : f32",
-        ],
-        ["c", "acc"],
-        doc="layer_norm",
-    )
-    eps_v = e.scalar("ln_eps", eps)
-    ext, wv, bv = [], "%w", "%bias"
-    for name, value in (("w", w), ("bias", bias)):
-        vt = value.type
-        assert isinstance(vt, TensorT)
-        if vt.dtype != "f32":
-            ext.append(f"%{name}32 = arith.extf %{name} : {vt.dtype} to f32")
-            if name == "w":
-                wv = "%w32"
-            else:
-                bv = "%bias32"
-    return e.generic(
-        hint,
-        [(centred, letters), (ss, rows), (w, "z"), (bias, "z")],
-        (xt, letters),
-        letters,
-        "",
-        [
-            *ext,
-            f"%var = arith.divf %ss, {n} : f32",
-            f"%v = arith.addf %var, {eps_v} : f32",
-            "%r = math.rsqrt %v : f32",
-            "%y = arith.mulf %c, %r : f32",
-            f"%yw = arith.mulf %y, {wv} : f32",
-            f"%res = arith.addf %yw, {bv} : f32",
-            "linalg.yield %res : f32",
-        ],
-        ["c", "ss", "w", "bias", "o"],
-        doc="layer_norm",
-    )
-
-
-def gelu_tanh(e: Emitter, hint: str, x: Value) -> Value:
-    """GELU's tanh approximation, GPT-2's ``gelu_new``:
-    ``0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))``, elementwise on ``x``'s chip."""
-    xt = x.type
-    assert isinstance(xt, TensorT)
-    letters = "bcdefgh"[: len(xt.shape)]
-    half = e.scalar("half", 0.5)
-    one = e.scalar("one", 1.0)
-    cubic = e.scalar("gelu_cubic", 0.044715)
-    root = e.scalar("sqrt_2_over_pi", math.sqrt(2.0 / math.pi))
-    return e.generic(
-        hint,
-        [(x, letters)],
-        (xt, letters),
-        letters,
-        "",
-        [
-            "%x2 = arith.mulf %x, %x : f32",
-            "%x3 = arith.mulf %x2, %x : f32",
-            f"%cx3 = arith.mulf %x3, {cubic} : f32",
-            "%inner = arith.addf %x, %cx3 : f32",
-            f"%arg = arith.mulf %inner, {root} : f32",
-            "%t = math.tanh %arg : f32",
-            f"%onet = arith.addf %t, {one} : f32",
-            f"%hx = arith.mulf %x, {half} : f32",
-            "%y = arith.mulf %hx, %onet : f32",
-            "linalg.yield %y : f32",
-        ],
-        ["x", "o"],
-        doc="gelu",
-    )
-
-
 class _Writer:
     def __init__(self, cfg: GPT2Config) -> None:
         self.cfg = cfg
@@ -339,65 +225,89 @@ class _Writer:
     def layer(
         self, t: str, x: Value, pos: Value, w: dict[str, Value], past_k: Value, past_v: Value
     ) -> tuple[Value, Value, Value]:
-        """One layer on ``x`` into the current emitter, its values named ``{t}_…``: the new
-        hidden state and the two updated caches."""
-        cfg, e = self.cfg, self.e
-        b, h, d, heads = cfg.batch, cfg.hidden, cfg.head_dim, cfg.heads
+        """One layer on ``x`` into the current emitter (`layer`)."""
+        return layer(self.e, self.cfg, t, x, pos, w, past_k, past_v)
 
-        xn = layer_norm(e, f"{t}_ln_1", x, w["ln_1.weight"], w["ln_1.bias"], cfg.eps)
-        idx = e.bind(f"{t}_pos", "index", f"arith.index_cast {pos} : i64 to index")
-        # One Conv1D gives q, k and v side by side: columns [0, h), [h, 2h), [2h, 3h).
-        qkv = linear(
-            e,
-            f"{t}_c_attn",
-            xn,
-            w["attn.c_attn.weight"],
-            TensorT((b, 3 * h)),
-            IN_OUT,
-            w["attn.c_attn.bias"],
-            f"{t}_qkv",
-        )
-        q2, k2, v2 = split_cols(e, t, qkv, [h, h, h], ["q", "k", "v"])
-        # Every head its own KV head (g = 1): the same [b, k, g, d] layout as Qwen3's GQA.
-        q4 = expand(e, f"{t}_q4", q2, (b, heads, 1, d))
-        k4 = expand(e, f"{t}_k4", k2, (b, heads, 1, d))
-        v4 = expand(e, f"{t}_v4", v2, (b, heads, 1, d))
-        kc = cache_write(e, f"{t}_present_k", k4, past_k, idx)
-        vc = cache_write(e, f"{t}_present_v", v4, past_v, idx)
-        attn = attention(e, t, q4, kc, vc, idx)
-        flat = collapse_heads(e, f"{t}_attn_flat", attn)
-        out = linear(
-            e,
-            f"{t}_attn_c_proj",
-            flat,
-            w["attn.c_proj.weight"],
-            TensorT((b, h)),
-            IN_OUT,
-            w["attn.c_proj.bias"],
-            f"{t}_attn_out",
-        )
-        x = residual(e, f"{t}_attn_res", x, out)
 
-        xn2 = layer_norm(e, f"{t}_ln_2", x, w["ln_2.weight"], w["ln_2.bias"], cfg.eps)
-        fc = linear(
-            e,
-            f"{t}_c_fc",
-            xn2,
-            w["mlp.c_fc.weight"],
-            TensorT((b, cfg.intermediate)),
-            IN_OUT,
-            w["mlp.c_fc.bias"],
-            f"{t}_fc",
-        )
-        act = gelu_tanh(e, f"{t}_gelu", fc)
-        mlp = linear(
-            e,
-            f"{t}_mlp_c_proj",
-            act,
-            w["mlp.c_proj.weight"],
-            TensorT((b, h)),
-            IN_OUT,
-            w["mlp.c_proj.bias"],
-            f"{t}_mlp_out",
-        )
-        return residual(e, f"{t}_out", x, mlp), kc, vc
+def layer(
+    e: Emitter,
+    cfg: GPT2Config,
+    t: str,
+    x: Value,
+    pos: Value,
+    w: dict[str, Value],
+    past_k: Value,
+    past_v: Value,
+) -> tuple[Value, Value, Value]:
+    """One GPT-2 layer on ``x`` into ``e``, its values named ``{t}_…``: the new hidden state
+    and the two updated caches. ``x`` is a decode stack's ``[b, h]`` or a whole model's
+    tokens ``[b, s, h]`` at positions ``pos ..``; ``w`` holds the layer's weights by their
+    names within the layer (``ln_1.weight``)."""
+    xt = x.type
+    assert isinstance(xt, TensorT)
+    rows = xt.shape[:-1]
+    tokens = len(rows) == 2
+    h, d, heads = cfg.hidden, cfg.head_dim, cfg.heads
+
+    xn = layer_norm(e, f"{t}_ln_1", x, w["ln_1.weight"], w["ln_1.bias"], cfg.eps)
+    idx = e.bind(f"{t}_pos", "index", f"arith.index_cast {pos} : i64 to index")
+    # One Conv1D gives q, k and v side by side: columns [0, h), [h, 2h), [2h, 3h).
+    qkv = linear(
+        e,
+        f"{t}_c_attn",
+        xn,
+        w["attn.c_attn.weight"],
+        TensorT((*rows, 3 * h)),
+        IN_OUT,
+        w["attn.c_attn.bias"],
+        f"{t}_qkv",
+    )
+    q2, k2, v2 = split_cols(e, t, qkv, [h, h, h], ["q", "k", "v"])
+    # Every head its own KV head (g = 1): the same [b, k, g, d] layout as Qwen3's GQA; a
+    # whole model's keys [b, s, k, d] are laid out heads-first as the cache holds them.
+    kv_shape = (*rows, heads, d) if tokens else (*rows, heads, 1, d)
+    q4 = expand(e, f"{t}_q4", q2, (*rows, heads, 1, d))
+    k4 = expand(e, f"{t}_k4", k2, kv_shape)
+    v4 = expand(e, f"{t}_v4", v2, kv_shape)
+    if tokens:
+        k4 = heads_first(e, f"{t}_k_heads", k4)
+        v4 = heads_first(e, f"{t}_v_heads", v4)
+    kc = cache_write(e, f"{t}_present_k", k4, past_k, idx)
+    vc = cache_write(e, f"{t}_present_v", v4, past_v, idx)
+    attn = attention(e, t, q4, kc, vc, idx)
+    flat = collapse_heads(e, f"{t}_attn_flat", attn)
+    out = linear(
+        e,
+        f"{t}_attn_c_proj",
+        flat,
+        w["attn.c_proj.weight"],
+        TensorT((*rows, h)),
+        IN_OUT,
+        w["attn.c_proj.bias"],
+        f"{t}_attn_out",
+    )
+    x = residual(e, f"{t}_attn_res", x, out)
+
+    xn2 = layer_norm(e, f"{t}_ln_2", x, w["ln_2.weight"], w["ln_2.bias"], cfg.eps)
+    fc = linear(
+        e,
+        f"{t}_c_fc",
+        xn2,
+        w["mlp.c_fc.weight"],
+        TensorT((*rows, cfg.intermediate)),
+        IN_OUT,
+        w["mlp.c_fc.bias"],
+        f"{t}_fc",
+    )
+    act = gelu_tanh(e, f"{t}_gelu", fc)
+    mlp = linear(
+        e,
+        f"{t}_mlp_c_proj",
+        act,
+        w["mlp.c_proj.weight"],
+        TensorT((*rows, h)),
+        IN_OUT,
+        w["mlp.c_proj.bias"],
+        f"{t}_mlp_out",
+    )
+    return residual(e, f"{t}_out", x, mlp), kc, vc
