@@ -24,6 +24,7 @@ class Model:
     mlp: bool = True
     table: str = "f32"  # the embedding table's dtype (bf16: widened by arith.extf)
     logits: bool = True
+    greedy: bool = True  # the argmax and its next_ids (False: the logits alone)
     entry: str = "prefill"
 
     @property
@@ -156,11 +157,13 @@ def whole_model(m: Model) -> str:
         "      %t = arith.addf %acc, %m : f32",
         "      linalg.yield %t : f32",
         f"    }} -> tensor<{b}x{v}xf32>",
-        *argmax_lines("logits", b, v),
     ]
-    results = [f'tensor<{b}xi64> {{tp.name = "next_ids"}}']
-    returned = ["%next_ids"]
-    if m.logits:
+    results, returned = [], []
+    if m.greedy:
+        body += argmax_lines("logits", b, v)
+        results.append(f'tensor<{b}xi64> {{tp.name = "next_ids"}}')
+        returned.append("%next_ids")
+    if m.logits or not m.greedy:
         results.append(f'tensor<{b}x{v}xf32> {{tp.name = "logits"}}')
         returned.append("%logits")
     types = [r.split(" {")[0] for r in results]

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 
@@ -219,7 +219,13 @@ def hf_plan_for(names: Iterable[str]) -> TpPlan:
         plan = load_plan(family)
         embeddings = [e for e in plan.entries if e.style == "embedding_rowwise"]
         if any(e.matches(n) for e in embeddings for n in names):
-            return plan
+            # As transformers applies it: an entry naming a module the model lacks (a
+            # projection of a part the program leaves out) is unused, not an error.
+            entries = tuple(
+                e if e.style == "embedding_rowwise" else replace(e, optional=True)
+                for e in plan.entries
+            )
+            return TpPlan(entries, f"plan 'hf' ({family})")
     wanted = sorted(
         {
             f"{e.pattern}.weight"

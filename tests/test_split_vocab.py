@@ -1,0 +1,110 @@
+"""tp-split over a vocabulary (issue 24 §3): small whole models (embedding gather, one MLP, the
+last position's norm, the LM head, the greedy argmax) split by Hugging Face's plan at N = 1..4,
+the vocab divisible by N or not; the split program's next ids and logits equal the unsharded
+program's run and a plain numpy computation of the model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from vocab_programs import Model, whole_model
+
+from tp_dialect.diagnostics import TpDiagnostic
+from tp_dialect.ops import AllReduceOp, MaxLocOp, UnshardOp
+from tp_dialect.passes.universe import lowered
+from tp_dialect.passes.verify import check_obligation
+from tp_dialect.runtime.checkpoint import MemorySource, place_weights, random_weights
+from tp_dialect.runtime.reference import run_program
+from tp_dialect.tools.source import parse_module
+from tp_dialect.universe import tp_context
+
+
+def parse(m: Model) -> Any:
+    """``m``'s unsharded program, parsed and verified."""
+    module, _ = parse_module(tp_context(), whole_model(m), f"<{m}>")
+    module.verify()
+    return module
+
+
+MODELS = {
+    "untied": Model(),
+    "tied-bf16": Model(tied=True, table="bf16"),
+    "gpt2-tied": Model(gpt2=True, tied=True, mlp=False),
+}
+
+
+def _ids(m: Model) -> np.ndarray:
+    """Token ids touching every chip's rows, the first and the last row among them."""
+    ids = np.random.default_rng(7).integers(0, m.vocab, (m.batch, m.tokens))
+    ids[0, 0], ids[-1, -1] = 0, m.vocab - 1
+    return ids.astype(np.int64)
+
+
+def _run(module: Any, m: Model, weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    inputs = {"input_ids": _ids(m), "position": np.int64(2)}
+    placement = place_weights(module, MemorySource(weights), inputs)
+    return run_program(module, placement.values, placement.placed, False)
+
+
+def _numpy(m: Model, w: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The model written out in numpy: (next ids, last position's logits)."""
+    f = {k: np.asarray(v, np.float32) for k, v in w.items()}
+    table = f[m.embed_name]
+    ids = _ids(m)
+    x = table[ids]
+    if m.gpt2:
+        x = x + f["transformer.wpe.weight"][2 : 2 + m.tokens][None]
+    if m.mlp:
+        hid = np.maximum(x @ f[m.layer("up_proj.weight")].T, 0)
+        x = x + hid @ f[m.layer("down_proj.weight")].T
+    last = x[:, -1]
+    scale = f["transformer.ln_f.weight" if m.gpt2 else "model.norm.weight"]
+    normed = last / np.sqrt((last * last).mean(-1, keepdims=True) + 1e-6) * scale
+    logits = normed @ (table if m.tied else f["lm_head.weight"]).T
+    return logits.argmax(-1), logits
+
+
+@pytest.mark.parametrize("chips", [1, 2, 3, 4])
+@pytest.mark.parametrize("vocab", [12, 11])  # 12: every N divides it; 11: none but 1
+@pytest.mark.parametrize("kind", list(MODELS))
+def test_split_by_the_hf_plan_computes_the_unsharded_model(
+    kind: str, vocab: int, chips: int
+) -> None:
+    m = Model(**{**MODELS[kind].__dict__, "vocab": vocab})
+    source = parse(m)
+    ours = lowered(source, f"tp-split{{chips={chips} plan=hf}}")
+    ops = list(ours.walk())
+    # one collective per cut result, even over one chip (as tp-split's all-reduces)
+    assert sum(isinstance(op, MaxLocOp) for op in ops) == 1
+    assert sum(isinstance(op, UnshardOp) for op in ops) == 1  # the logits
+    weights = random_weights(source, 0)
+    got, want = _run(ours, m, weights), _run(source, m, weights)
+    ids, logits = _numpy(m, weights)
+    assert np.array_equal(got["next_ids"], want["next_ids"])
+    assert np.array_equal(got["next_ids"], ids)
+    np.testing.assert_allclose(got["logits"], want["logits"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got["logits"], logits, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("chips", [2, 3, 4])
+@pytest.mark.parametrize("vocab", [12, 11])
+def test_the_lookup_is_summed_by_the_first_all_reduce_and_certified(vocab: int, chips: int) -> None:
+    """Each chip looks up only its rows (ceil(V/N), the last chip the rest); one all-reduce
+    sums them before anything reads the embedding, and tp-verify certifies the logits."""
+    m = Model(vocab=vocab, greedy=False)
+    ours = lowered(parse(m), f"tp-split{{chips={chips} plan=hf}}")
+    check_obligation(ours)
+    fn_ops = list(next(iter(ours.body.block.ops)).body.block.ops)
+    first = next(op for op in fn_ops if isinstance(op, AllReduceOp))
+    assert first.results[0].name_hint == "embedded_sum"
+    run = -(-vocab // chips)
+    rows = [op.result.type.get_shape()[0] for op in fn_ops if op.name == "tp.shard"][:chips]
+    assert rows == [run] * (chips - 1) + [vocab - run * (chips - 1)]
+
+
+def test_more_chips_than_vocab_rows_is_refused() -> None:
+    source = parse(Model(vocab=3))
+    with pytest.raises(TpDiagnostic, match="4 chips exceed the 3 rows of axis 0"):
+        lowered(source, "tp-split{chips=4 plan=hf}")
