@@ -29,6 +29,26 @@ from tp_dialect.signature import entry_function
 from tp_dialect.tools import run_io, tp_gen, tp_opt
 
 
+def on_a_terminal(args: list[str], env: dict[str, str]) -> tuple[int, bytes]:
+    """Run ``args`` with stderr on a pseudo-terminal: its exit code and all it drew there."""
+    leader, follower = pty.openpty()
+    try:
+        run = subprocess.run(args, stdout=subprocess.DEVNULL, stderr=follower, env=env, timeout=120)
+        os.close(follower)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        os.close(leader)
+    return run.returncode, seen
+
+
 def test_a_terminal_sees_progress_only_after_the_delay() -> None:
     out, clock = Terminal(), Clock()
     with reporting(out, total_ops=10, clock=clock) as progress:
@@ -78,22 +98,8 @@ def test_tp_run_on_a_terminal_draws_progress_on_a_long_run(tmp_path: Path) -> No
     env = {**os.environ, "TP_PROGRESS_AFTER": "0"}
     piped = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
     assert piped.returncode == 0 and "linalg ops run" not in piped.stderr
-    leader, follower = pty.openpty()
-    try:
-        run = subprocess.run(args, stdout=subprocess.DEVNULL, stderr=follower, env=env, timeout=120)
-        os.close(follower)
-        seen = b""
-        while True:
-            try:
-                chunk = os.read(leader, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            seen += chunk
-    finally:
-        os.close(leader)
-    assert run.returncode == 0
+    returncode, seen = on_a_terminal(args, env)
+    assert returncode == 0
     assert b"linalg ops run" in seen
 
 
@@ -207,22 +213,8 @@ def test_tp_opt_on_a_pseudo_terminal_draws_progress_and_on_a_pipe_none(tmp_path:
     env = {**os.environ, "TP_PROGRESS_AFTER": "0"}
     piped = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
     assert piped.returncode == 0 and piped.stderr == ""
-    leader, follower = pty.openpty()
-    try:
-        run = subprocess.run(args, stdout=subprocess.DEVNULL, stderr=follower, env=env, timeout=120)
-        os.close(follower)
-        seen = b""
-        while True:
-            try:
-                chunk = os.read(leader, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            seen += chunk
-    finally:
-        os.close(leader)
-    assert run.returncode == 0
+    returncode, seen = on_a_terminal(args, env)
+    assert returncode == 0
     assert b"\rtp-opt: parsing" in seen and seen.endswith(b"\r\x1b[K")
 
 

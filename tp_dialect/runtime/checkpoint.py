@@ -184,7 +184,7 @@ def place_weights(
     for port, arg in zip(ins, func.body.block.args, strict=True):
         readers = [use.operation for use in uses_through_programs(arg)]
         if chip is not None:
-            readers = [op for op in readers if _reads_for(op, chip)]
+            readers = [op for op in readers if reads_for(op, chip)]
             given = None if inputs is None else port.key_in(inputs)
             if not readers and given is None:
                 placement.values[port.name] = _placeholder(port)
@@ -236,7 +236,7 @@ def _reader_chip(op: Operation) -> int | None:
     return None
 
 
-def _reads_for(op: Operation, chip: int) -> bool:
+def reads_for(op: Operation, chip: int) -> bool:
     """Whether ``op`` is read on chip ``chip``'s behalf (host statements: chip 0's)."""
     owner = _reader_chip(op)
     return owner == chip or (owner is None and chip == 0)

@@ -200,7 +200,7 @@ def linalg_ops(module: ModuleOp, rank: int) -> int:
     return count
 
 
-class _Wire:
+class Wire:
     """Point-to-point transfers of named buffers: bytes for tensors, pickles otherwise."""
 
     def __init__(self, comm: Any, mpi: ModuleType, names: list[str]) -> None:
@@ -283,7 +283,7 @@ def run_mpi(
         module, _ = flat_copy(module)
     func = entry_function(module)
     index = check_programs(func)
-    wire = _Wire(comm, mpi, list(index.sent))
+    wire = Wire(comm, mpi, list(index.sent))
     given = inputs() if rank == 0 else None
     t0 = time.perf_counter()
     given = comm.bcast(given, root=0)
@@ -318,7 +318,7 @@ def run_mpi(
     if runner is None:
         _host_relay(func, index, wire)
     else:
-        compute += _run_chip(runner, program, index, wire, host_rank)
+        compute += run_chip(runner, program, index, wire, host_rank)
         finished = runner.outputs
     wire.drain()
     comm.Barrier()  # the step ends when the last rank is done
@@ -354,11 +354,11 @@ def _placeholder(value: Any) -> bool:
     return isinstance(value, np.ndarray) and value.ndim > 0 and not any(value.strides)
 
 
-def _run_chip(
+def run_chip(
     runner: ChipRunner,
     program: ChipProgramOp,
     index: Any,
-    wire: _Wire,
+    wire: Wire,
     host_rank: int | None,
 ) -> float:
     """Run ``runner`` to its end, trading buffers at each of its halts; its compute time."""
@@ -399,7 +399,7 @@ def _run_chip(
     return compute
 
 
-def _host_relay(func: Any, index: Any, wire: _Wire) -> None:
+def _host_relay(func: Any, index: Any, wire: Wire) -> None:
     """The host rank's part of relay=host: each ``tp.copy`` in the relay's order, a buffer
     received once from the chip that sends it and sent on to each chip it is copied to."""
     held: dict[str, Any] = {}

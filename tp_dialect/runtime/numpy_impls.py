@@ -21,6 +21,8 @@ shares init tensors between ops).
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import numpy as np
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType
@@ -98,11 +100,20 @@ class NumpyFunctions(ControlFunctions, TensorFunctions, ViewFunctions):
     for in-place updates (see the module docstring)."""
 
     def __init__(
-        self, placed: dict[ShardOp, np.ndarray] | None = None, storage: bool = False
+        self,
+        placed: dict[ShardOp, np.ndarray] | None = None,
+        storage: bool = False,
+        resident: bool = False,
+        skipped: Collection[UnshardOp] = (),
     ) -> None:
-        # Slices the host already loaded onto chips: tp.shard returns these, uncut.
+        # Slices the host already loaded onto chips: tp.shard returns these, uncut. With
+        # ``resident`` (a serving session) they ARE the chips' memory: returned as they are,
+        # so an in-place cache update lands in the session's buffer; the host stores in
+        # ``skipped`` are not run (the caches stay on their chips).
         self.placed = placed if placed is not None else {}
         self.storage = storage
+        self.resident = resident
+        self.skipped = frozenset(skipped)
         self.iterations_left = MAX_LOOP_ITERATIONS
 
     # -- arith / math ------------------------------------------------------------------
@@ -166,13 +177,16 @@ class NumpyFunctions(ControlFunctions, TensorFunctions, ViewFunctions):
         # In storage mode the chip gets its own copy (the host loads the slice into chip
         # memory), never a view of the host's array that an in-place update would write.
         if op in self.placed:
-            return (self._fresh(self.placed[op]),)
+            placed = self.placed[op]
+            return (placed if self.resident else self._fresh(placed),)
         return (self._fresh(slice_of(args[0], op.slice.axis_index, op.slice.ranges)),)
 
     @impl(UnshardOp)
     def run_unshard(self, interpreter: Interpreter, op: UnshardOp, args: PythonValues):
         t = op.result.type
         assert isinstance(t, TensorType)
+        if op in self.skipped:  # a cache handed back that the session keeps on the chips
+            return (np.broadcast_to(np.zeros((), numpy_dtype(t.element_type)), t.get_shape()),)
         full = np.empty(tuple(t.get_shape()), numpy_dtype(t.element_type))
         for part, sl in zip(args, op.slices.data, strict=True):
             index = [slice(None)] * len(full.shape)

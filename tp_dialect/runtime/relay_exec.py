@@ -40,11 +40,16 @@ from tp_dialect.runtime.numpy_impls import LocatingInterpreter, NumpyFunctions, 
 
 
 def _interpreter(
-    module: ModuleOp, placed: dict[ShardOp, np.ndarray] | None, storage: bool = False
+    module: ModuleOp,
+    placed: dict[ShardOp, np.ndarray] | None,
+    storage: bool = False,
+    functions: NumpyFunctions | None = None,
 ) -> Interpreter:
+    """An interpreter of ``module`` with ``functions`` (a serving session's), else tp's
+    op implementations over ``placed`` slices."""
     interpreter = LocatingInterpreter(module)
     interpreter.register_implementations(FuncFunctions())
-    interpreter.register_implementations(NumpyFunctions(placed, storage=storage))
+    interpreter.register_implementations(functions or NumpyFunctions(placed, storage=storage))
     return interpreter
 
 
@@ -76,12 +81,16 @@ class ChipRunner:
         inputs: Sequence[Any],
         placed: dict[ShardOp, np.ndarray] | None,
         storage: bool = False,
+        functions: NumpyFunctions | None = None,
     ) -> None:
         self.chip = program.chip_index
         self.storage = storage
-        self.interpreter = _interpreter(module, placed, storage)
+        self.interpreter = _interpreter(module, placed, storage, functions)
         block = program.body.block
-        own = [_kept(v, storage) for v in inputs]
+        # A serving session's chip state is resident: its inputs are never written (caches
+        # and weights come placed), so they are not copied.
+        resident = functions is not None and functions.resident
+        own = list(inputs) if resident else [_kept(v, storage) for v in inputs]
         self.interpreter.set_values(zip(block.args, own, strict=True))
         self.frames = [_Frame(list(block.ops))]
         self.halts = [link.halt for link in program_links(program)]
@@ -179,13 +188,18 @@ def run_linked(
     args: Sequence[Any],
     placed: dict[ShardOp, np.ndarray] | None = None,
     storage: bool = False,
+    functions: NumpyFunctions | None = None,
 ) -> tuple[Any, ...]:
     """``func`` — per-chip programs, host statements, return — run under its relay; with
-    ``storage``, under storage semantics, each chip in a memory of its own. Programs that do
-    not fit together (two for one chip, a buffer sent twice or received as another type, a
-    relay written for other programs) are refused before anything runs."""
+    ``storage``, under storage semantics, each chip in a memory of its own; with
+    ``functions`` (a serving session's, `tp_dialect.runtime.session`), on its resident chip
+    state. Programs that do not fit together (two for one chip, a buffer sent twice or
+    received as another type, a relay written for other programs) are refused before
+    anything runs."""
     check_programs(func)
-    host = _interpreter(module, placed, storage)
+    if functions is not None:
+        storage = functions.storage
+    host = _interpreter(module, placed, storage, functions)
     host.set_values(zip(func.body.block.args, args, strict=True))
     runners: dict[int, ChipRunner] = {}
     programs: list[ChipProgramOp] = []
@@ -193,7 +207,7 @@ def run_linked(
         if isinstance(op, ChipProgramOp):
             programs.append(op)
             runners[op.chip_index] = ChipRunner(
-                module, op, host.get_values(op.inputs), placed, storage
+                module, op, host.get_values(op.inputs), placed, storage, functions
             )
     for step in relay_steps(func):
         if isinstance(step, Copy):
@@ -216,11 +230,13 @@ def host_results(
     finished: dict[int, tuple[Any, ...] | None],
     placed: dict[ShardOp, np.ndarray] | None = None,
     storage: bool = False,
+    functions: NumpyFunctions | None = None,
 ) -> tuple[Any, ...]:
     """``func``'s results once its chip programs have run elsewhere (``finished[c]``: chip
-    c's ``tp.finish`` values): the host's statements run on them and on ``args``, as
-    `run_linked` ends; raises InterpretationError naming a chip that did not finish."""
-    host = _interpreter(module, placed, storage)
+    c's ``tp.finish`` values): the host's statements run on them and on ``args`` (with
+    ``functions``: a serving session's), as `run_linked` ends; raises InterpretationError
+    naming a chip that did not finish."""
+    host = _interpreter(module, placed, storage, functions)
     host.set_values(zip(func.body.block.args, args, strict=True))
     programs = [op for op in func.body.block.ops if isinstance(op, ChipProgramOp)]
     return _host_statements(host, func, programs, finished)
