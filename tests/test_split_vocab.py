@@ -75,6 +75,8 @@ def test_split_by_the_hf_plan_computes_the_unsharded_model(
     m = Model(**{**MODELS[kind].__dict__, "vocab": vocab})
     source = parse(m)
     ours = lowered(source, f"tp-split{{chips={chips} plan=hf}}")
+    check_obligation(ours)  # certified: the lookup's sum and the maxloc's runs
+    assert "tp.certificate" in ours.attributes  # and stamped by tp-split itself
     ops = list(ours.walk())
     # one collective per cut result, even over one chip (as tp-split's all-reduces)
     assert sum(isinstance(op, MaxLocOp) for op in ops) == 1
@@ -92,7 +94,8 @@ def test_split_by_the_hf_plan_computes_the_unsharded_model(
 @pytest.mark.parametrize("vocab", [12, 11])
 def test_the_lookup_is_summed_by_the_first_all_reduce_and_certified(vocab: int, chips: int) -> None:
     """Each chip looks up only its rows (ceil(V/N), the last chip the rest); one all-reduce
-    sums them before anything reads the embedding, and tp-verify certifies the logits."""
+    sums them before anything reads the embedding, and tp-verify certifies the gathered
+    logits alone (no argmax)."""
     m = Model(vocab=vocab, greedy=False)
     ours = lowered(parse(m), f"tp-split{{chips={chips} plan=hf}}")
     check_obligation(ours)
