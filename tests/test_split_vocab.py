@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from vocab_programs import Model, whole_model
 
+from tp_dialect.analysis.plan import PlanError, hf_plan, parse_plan
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.ops import AllReduceOp, MaxLocOp, UnshardOp
 from tp_dialect.passes.universe import lowered
@@ -111,3 +112,36 @@ def test_more_chips_than_vocab_rows_is_refused() -> None:
     source = parse(Model(vocab=3))
     with pytest.raises(TpDiagnostic, match="4 chips exceed the 3 rows of axis 0"):
         lowered(source, "tp-split{chips=4 plan=hf}")
+
+
+def test_plan_hf_needs_a_hugging_face_embedding() -> None:
+    m = Model(vocab=6)
+    text = whole_model(m).replace(m.embed_name, "tok.weight")
+    module, _ = parse_module(tp_context(), text, "<renamed>")
+    with pytest.raises(TpDiagnostic, match="plan=hf: the program has no Hugging Face embedding"):
+        lowered(module, "tp-split{chips=2 plan=hf}")
+
+
+def test_hf_plans_by_model_type() -> None:
+    """The llama family's *ForCausalLM plan: transformers' base_model_tp_plan (q/k/v, gate/up
+    colwise; o, down rowwise), the class's lm_head colwise_rep, the embedding by rows."""
+    styles = {e.pattern: e.style for e in hf_plan("qwen2").entries}
+    assert styles["embed_tokens"] == "embedding_rowwise"
+    assert styles["lm_head"] == "colwise_rep"
+    assert styles["layers.*.self_attn.o_proj"] == styles["layers.*.mlp.down_proj"] == "rowwise"
+    assert hf_plan("gpt2").entry_for("transformer.wte.weight") is not None
+    with pytest.raises(PlanError, match="no Hugging Face plan for model_type 'bert'"):
+        hf_plan("bert")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"e": {"style": "embedding_rowwise", "layout": "in_out"}}', "takes no 'layout'"),
+        ('{"e": {"style": "colwise_rep", "optional": 1}}', "optional must be true or false"),
+        ('{"e": {"style": "colwise_gather_output", "parts": 2}}', "only packed_colwise"),
+    ],
+)
+def test_bad_vocab_plan_entries_are_one_line_errors(text: str, message: str) -> None:
+    with pytest.raises(PlanError, match=message):
+        parse_plan(text, "p.json")
