@@ -54,6 +54,7 @@ from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 from xdsl.traits import IsTerminator, SymbolTable
 
+from tp_dialect.analysis.gather import check_lookups
 from tp_dialect.analysis.positions import (
     UNKNOWN,
     Axis,
@@ -475,6 +476,8 @@ def _check(
             ) from None
     made = [(c, p, k) for c, p, k in claims if k is not None]
     if not made:
+        # no sum over part of an axis: a sum of the chips' lookups in a cut table, or no claim
+        check_lookups(partials, at, lambda v: tracer.exact(v, calls)[0])
         return
     for c, p, k in claims:
         if k is None:
