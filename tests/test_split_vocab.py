@@ -145,3 +145,64 @@ def test_hf_plans_by_model_type() -> None:
 def test_bad_vocab_plan_entries_are_one_line_errors(text: str, message: str) -> None:
     with pytest.raises(PlanError, match=message):
         parse_plan(text, "p.json")
+
+
+CHIP1 = "ranges = [(4, 4)], full = [12, 8]> : tensor<12x8xf32> -> tensor<4x8xf32, #tp.chip<1>>"
+
+
+@pytest.mark.parametrize(
+    ("edits", "message"),
+    [
+        # chip 1 masks by another run than its shard's
+        (
+            [("%row_start_1 = arith.constant 4", "%row_start_1 = arith.constant 5")],
+            "the row offset is 5, not the shard's first row 4 [slices-misaligned]",
+        ),
+        (
+            [("%rows_1 = arith.constant 4", "%rows_1 = arith.constant 8")],
+            "the mask is not 0 <= row - 4 < 4",
+        ),
+        # chip 1 yields its row unmasked: it would add it where chip 0 holds the id
+        (
+            [
+                (
+                    "%masked_1 = arith.select %holds_row_1, %v_1, %7",
+                    "%masked_1 = arith.addf %v_1, %7",
+                )
+            ],
+            "is not the mask's 'arith.select'",
+        ),
+        # chip 1 reads another column than the others
+        ([("%col_1 = linalg.index 2", "%col_1 = linalg.index 1")], "computes otherwise"),
+        # chip 1 holds rows [5, 9) (shard and mask alike): rows 4 lost, 8 looked up twice
+        (
+            [
+                (CHIP1, CHIP1.replace("(4, 4)", "(5, 4)")),
+                ("%row_start_1 = arith.constant 4", "%row_start_1 = arith.constant 5"),
+            ],
+            "miss rows [4, 5) of 12 [slices-gap]",
+        ),
+        (
+            [
+                (CHIP1, CHIP1.replace("(4, 4)", "(3, 4)")),
+                ("%row_start_1 = arith.constant 4", "%row_start_1 = arith.constant 3"),
+            ],
+            "rows that overlap at row 3 (chip 1) [slices-overlap]",
+        ),
+    ],
+)
+def test_a_lookup_summed_otherwise_is_not_certified(
+    edits: list[tuple[str, str]], message: str
+) -> None:
+    """Fault injection on the certificate's lookup rule (analysis/gather.py): the split
+    program certifies; each edit of chip 1's lookup is refused, naming why."""
+    text = str(
+        lowered(parse(Model(vocab=12, greedy=False, mlp=False)), "tp-split{chips=3 plan=hf}")
+    )
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new)
+    module, _ = parse_module(tp_context(), text, "<edited>")
+    with pytest.raises(TpDiagnostic) as err:
+        check_obligation(module)
+    assert message in str(err.value)
