@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from test_manifest_stages import STAGES
 from vocab_programs import Model, whole_model
 
 from tp_dialect.analysis.plan import PlanError, hf_plan, parse_plan
@@ -206,3 +207,20 @@ def test_a_lookup_summed_otherwise_is_not_certified(
     with pytest.raises(TpDiagnostic) as err:
         check_obligation(module)
     assert message in str(err.value)
+
+
+@pytest.mark.parametrize("chips", [2, 3])
+@pytest.mark.parametrize("stage", list(STAGES))
+@pytest.mark.parametrize("kind", ["untied", "tied-bf16"])
+def test_the_split_model_runs_alike_at_every_stage(kind: str, stage: str, chips: int) -> None:
+    """The split program lowered down to the relay (tp.maxloc and the lookup's all-reduce
+    through every pass) gives the unsharded program's next ids and logits."""
+    m = Model(**{**MODELS[kind].__dict__, "vocab": 11})
+    source = parse(m)
+    ours = lowered(source, f"tp-split{{chips={chips} plan=hf}}")
+    if STAGES[stage]:
+        ours = lowered(ours, STAGES[stage])
+    weights = random_weights(source, 0)
+    got, want = _run(ours, m, weights), _run(source, m, weights)
+    assert np.array_equal(got["next_ids"], want["next_ids"])
+    np.testing.assert_allclose(got["logits"], want["logits"], rtol=1e-5, atol=1e-6)
