@@ -5,6 +5,9 @@ program's run and a plain numpy computation of the model."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,6 +24,8 @@ from tp_dialect.runtime.checkpoint import MemorySource, place_weights, random_we
 from tp_dialect.runtime.reference import run_program
 from tp_dialect.tools.source import parse_module
 from tp_dialect.universe import tp_context
+
+BIN = Path(sys.executable).parent
 
 
 def parse(m: Model) -> Any:
@@ -224,3 +229,34 @@ def test_the_split_model_runs_alike_at_every_stage(kind: str, stage: str, chips:
     got, want = _run(ours, m, weights), _run(source, m, weights)
     assert np.array_equal(got["next_ids"], want["next_ids"])
     np.testing.assert_allclose(got["logits"], want["logits"], rtol=1e-5, atol=1e-6)
+
+
+def test_tp_opt_splits_by_plan_hf_and_refuses_in_one_line(tmp_path: Path) -> None:
+    """The CLI path: tp-opt --tp-split="chips=3 plan=hf" --tp-verify writes a certified
+    program; 12 chips over 11 vocab rows is one located line, exit 1."""
+    src = tmp_path / "model.mlir"
+    src.write_text(whole_model(Model(vocab=11)))
+    out = tmp_path / "split.mlir"
+    ok = subprocess.run(
+        [
+            str(BIN / "tp-opt"),
+            str(src),
+            "--tp-split=chips=3 plan=hf",
+            "--tp-verify",
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert "tp.certificate" in out.read_text() and "tp.maxloc" in out.read_text()
+    bad = subprocess.run(
+        [str(BIN / "tp-opt"), str(src), "--tp-split=chips=12 plan=hf"],
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 1
+    assert "Traceback" not in bad.stderr
+    first = bad.stderr.strip().splitlines()[0]
+    assert first.startswith(f"{src}:2:3: error: 12 chips exceed the 11 rows of axis 0"), first

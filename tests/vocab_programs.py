@@ -73,7 +73,12 @@ def whole_model(m: Model) -> str:
     ]
     body: list[str] = []
     body += _gather(
-        "embedded", "embed", str(v), m, "input_ids", ["      %row = arith.index_cast %id : i64 to index"]
+        "embedded",
+        "embed",
+        str(v),
+        m,
+        "input_ids",
+        ["      %row = arith.index_cast %id : i64 to index"],
     )
     x = "embedded"
     if m.gpt2:
@@ -85,7 +90,14 @@ def whole_model(m: Model) -> str:
             "      %si = linalg.index 1 : index",
             "      %row = arith.addi %p, %si : index",
         ]
-        body += _gather("placed", "wpe", str(m.positions), Model(**{**m.__dict__, "table": "f32"}), "input_ids", row)
+        body += _gather(
+            "placed",
+            "wpe",
+            str(m.positions),
+            Model(**{**m.__dict__, "table": "f32"}),
+            "input_ids",
+            row,
+        )
         body.append(f"    %x0 = arith.addf %embedded, %placed : tensor<{b}x{s}x{h}xf32>")
         x = "x0"
     body += [
@@ -119,7 +131,9 @@ def whole_model(m: Model) -> str:
     args.append(f'%norm: tensor<{h}xf32> {{tp.name = "{norm_name}", tp.role = "weight"}}')
     head, head_t = "embed", f"{v}x{h}x{dt}"
     if not m.tied:
-        args.append(f'%head: tensor<{v}x{h}xf32> {{tp.name = "lm_head.weight", tp.role = "weight"}}')
+        args.append(
+            f'%head: tensor<{v}x{h}xf32> {{tp.name = "lm_head.weight", tp.role = "weight"}}'
+        )
         head, head_t = "head", f"{v}x{h}xf32"
     widen = (
         [f"      %wf = arith.extf %w : {dt} to f32", "      %m = arith.mulf %a, %wf : f32"]
