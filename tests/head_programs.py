@@ -20,6 +20,7 @@ tail of a decoder step on N chips:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -152,13 +153,13 @@ def head_program(
         body += _contraction(f"%logits{c}", "%hn", h, f"%hw{c}", wt, f"%lz{c}", lt, _LINEAR)
         body += (
             f"    %me{c} = tensor.empty() : {mt}\n"
-            f"    %m0_{c} = linalg.fill ins(%ninf : f32) outs(%me{c} : {mt}) -> {mt}\n"
+            f"    %mi{c} = linalg.fill ins(%ninf : f32) outs(%me{c} : {mt}) -> {mt}\n"
             f"    %ie{c} = tensor.empty() : {it}\n"
-            f"    %i0_{c} = linalg.fill ins(%izero : i64) outs(%ie{c} : {it}) -> {it}\n"
+            f"    %ii{c} = linalg.fill ins(%izero : i64) outs(%ie{c} : {it}) -> {it}\n"
             f'    %max{c}, %ids{c} = linalg.generic {{doc = "argmax", indexing_maps = '
             f"[affine_map<(b, v) -> (b, v)>, affine_map<(b, v) -> (b)>, "
             f'affine_map<(b, v) -> (b)>], iterator_types = ["parallel", "reduction"]}}\n'
-            f"        ins(%logits{c} : {lt}) outs(%m0_{c}, %i0_{c} : {mt}, {it}) {{\n"
+            f"        ins(%logits{c} : {lt}) outs(%mi{c}, %ii{c} : {mt}, {it}) {{\n"
             f"    ^bb0(%v: f32, %m: f32, %i: i64):\n"
             f"      %j = linalg.index 1 : index\n"
             f"      %g = arith.index_cast %j : index to i64\n"
@@ -224,3 +225,59 @@ def reference(
         "next_ids": np.argmax(logits, axis=1).astype(np.int64),
         "logits": logits.astype(np.float32),
     }
+
+
+# -- faults the certificate rule refuses (docs/certificate.md, "maxloc") ----------------------
+
+
+def _argmax_block(text: str, chip: int) -> tuple[int, int]:
+    """Where chip ``chip``'s argmax generic lies in ``text`` (start, end)."""
+    start = text.index(f"    %max{chip}, %ids{chip} = linalg.generic")
+    end = text.index("\n", text.index("    } -> ", start)) + 1
+    return start, end
+
+
+def _in_argmax(text: str, chip: int, old: str, new: str) -> str:
+    start, end = _argmax_block(text, chip)
+    block = text[start:end]
+    assert old in block, old
+    return text[:start] + block.replace(old, new) + text[end:]
+
+
+def wrong_offset(text: str, chip: int, start: int) -> str:
+    """Chip ``chip``'s argmax counts its index from ``start + 1``, not its run's start."""
+    return _in_argmax(
+        text, chip, f"arith.constant {start} : i64", f"arith.constant {start + 1} : i64"
+    )
+
+
+def last_maximum(text: str, chip: int) -> str:
+    """Chip ``chip``'s body keeps the LAST maximum (``oge``): not an argmax."""
+    return _in_argmax(text, chip, "arith.cmpf ogt", "arith.cmpf oge")
+
+
+def from_zero(text: str, chip: int) -> str:
+    """Chip ``chip``'s largest value starts from 0.0, not -inf."""
+    old = f"linalg.fill ins(%ninf : f32) outs(%me{chip} "
+    assert old in text
+    return text.replace(old, f"linalg.fill ins(%zero : f32) outs(%me{chip} ")
+
+
+def two_generics(text: str, chip: int) -> str:
+    """Chip ``chip``'s pair takes its value from its argmax and its index from a second,
+    identical argmax: not the two results of one generic."""
+    start, end = _argmax_block(text, chip)
+    twin = text[start:end].replace(f"%max{chip}, %ids{chip} =", f"%max{chip}b, %ids{chip}b =")
+    text = text[:end] + twin + text[end:]
+    at = text.index(" = tp.maxloc ")
+    line_end = text.index("\n", at)
+    line = re.sub(rf"%ids{chip}\b(?![b])", f"%ids{chip}b", text[at:line_end])
+    return text[:at] + line + text[line_end:]
+
+
+def two_runs(text: str, chip: int, runs: Sequence[tuple[int, int]], vocab: int) -> str:
+    """Chip ``chip`` holds two runs of the vocab (``runs``, as many rows as it had)."""
+    ranges = ", ".join(f"({s}, {n})" for s, n in runs)
+    head = f"%hw{chip} = tp.shard %head at #tp.slice<axis = 0, ranges = ["
+    at = text.index(head) + len(head)
+    return text[:at] + ranges + text[text.index("]", at) :]
