@@ -42,7 +42,9 @@ def _t(shape: Sequence[int], elem: str = F32, chip: int | None = None) -> str:
     return f"tensor<{dims}x{elem}{enc}>"
 
 
-def _contraction(out: str, a: str, ta: str, b: str, tb: str, init: str, tout: str, maps: str) -> str:
+def _contraction(
+    out: str, a: str, ta: str, b: str, tb: str, init: str, tout: str, maps: str
+) -> str:
     return f"""    {out} = linalg.generic {{indexing_maps = {maps},
         iterator_types = ["parallel", "parallel", "reduction"]}}
         ins({a}, {b} : {ta}, {tb}) outs({init} : {tout}) {{
@@ -125,7 +127,8 @@ def head_program(
     x = "%x"
     for i in range(layers):
         if outline:
-            body += f"    %l{i}_out = func.call @layer({x}, %o{i}) : ({h}, {_t((hidden, hidden))}) -> {h}\n"
+            w = _t((hidden, hidden))
+            body += f"    %l{i}_out = func.call @layer({x}, %o{i}) : ({h}, {w}) -> {h}\n"
         else:
             body += _layer_body(chips, batch, hidden, x, f"%o{i}", f"l{i}_")
         x = f"%l{i}_out"
@@ -211,9 +214,7 @@ def head_program(
     )
 
 
-def reference(
-    values: dict[str, np.ndarray], layers: int = 1
-) -> dict[str, np.ndarray]:
+def reference(values: dict[str, np.ndarray], layers: int = 1) -> dict[str, np.ndarray]:
     """The step in plain numpy (float64, then rounded to the program's types): each layer
     ``x + x @ Wᵀ``, the norm's scale, the logits ``h @ headᵀ`` and their first argmax."""
     x = values["x"].astype(np.float64)
