@@ -276,7 +276,7 @@ def two_generics(text: str, chip: int) -> str:
     return text[:at] + line + text[line_end:]
 
 
-def two_runs(text: str, chip: int, runs: Sequence[tuple[int, int]], vocab: int) -> str:
+def two_runs(text: str, chip: int, runs: Sequence[tuple[int, int]]) -> str:
     """Chip ``chip`` holds two runs of the vocab (``runs``, as many rows as it had)."""
     ranges = ", ".join(f"({s}, {n})" for s, n in runs)
     head = f"%hw{chip} = tp.shard %head at #tp.slice<axis = 0, ranges = ["
