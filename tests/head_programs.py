@@ -282,3 +282,46 @@ def two_runs(text: str, chip: int, runs: Sequence[tuple[int, int]]) -> str:
     head = f"%hw{chip} = tp.shard %head at #tp.slice<axis = 0, ranges = ["
     at = text.index(head) + len(head)
     return text[:at] + ranges + text[text.index("]", at) :]
+
+
+def logits_program(runs: Sequence[tuple[int, int]], batch: int, vocab: int) -> str:
+    """``@main(%logits: [batch, vocab])``: chip c's argmax over its run ``runs[c]`` of the
+    vocab (a ``tp.shard`` of the logits; any runs, in any order over the chips), then one
+    ``tp.maxloc``; returns (value, index)."""
+    full = _t((batch, vocab))
+    body = "    %ninf = arith.constant 0xFF800000 : f32\n    %izero = arith.constant 0 : i64\n"
+    for c, (start, n) in enumerate(runs):
+        lt, vt, it = _t((batch, n), chip=c), _t((batch,), chip=c), _t((batch,), "i64", c)
+        body += (
+            f"    %l{c} = tp.shard %logits at #tp.slice<axis = 1, ranges = [({start}, {n})], "
+            f"full = [{batch}, {vocab}]> : {full} -> {lt}\n"
+            f"    %me{c} = tensor.empty() : {vt}\n"
+            f"    %mi{c} = linalg.fill ins(%ninf : f32) outs(%me{c} : {vt}) -> {vt}\n"
+            f"    %ie{c} = tensor.empty() : {it}\n"
+            f"    %ii{c} = linalg.fill ins(%izero : i64) outs(%ie{c} : {it}) -> {it}\n"
+            f'    %max{c}, %ids{c} = linalg.generic {{doc = "argmax", indexing_maps = '
+            f"[affine_map<(b, v) -> (b, v)>, affine_map<(b, v) -> (b)>, "
+            f'affine_map<(b, v) -> (b)>], iterator_types = ["parallel", "reduction"]}}\n'
+            f"        ins(%l{c} : {lt}) outs(%mi{c}, %ii{c} : {vt}, {it}) {{\n"
+            f"    ^bb0(%v: f32, %m: f32, %i: i64):\n"
+            f"      %j = linalg.index 1 : index\n"
+            f"      %g = arith.index_cast %j : index to i64\n"
+            f"      %off = arith.constant {start} : i64\n"
+            f"      %gg = arith.addi %g, %off : i64\n"
+            f"      %gt = arith.cmpf ogt, %v, %m : f32\n"
+            f"      %nm = arith.select %gt, %v, %m : f32\n"
+            f"      %ni = arith.select %gt, %gg, %i : i64\n"
+            f"      linalg.yield %nm, %ni : f32, i64\n"
+            f"    }} -> {vt}, {it}\n"
+        )
+    chips = range(len(runs))
+    vts = ", ".join(_t((batch,), chip=c) for c in chips)
+    its = ", ".join(_t((batch,), "i64", c) for c in chips)
+    vt, it = _t((batch,)), _t((batch,), "i64")
+    return (
+        f"builtin.module attributes {{tp.chips = {len(runs)} : i64}} {{\n"
+        f"  func.func @main(%logits: {full}) -> ({vt}, {it}) {{\n{body}"
+        f"    %v, %i = tp.maxloc {', '.join(f'%max{c}' for c in chips)} indices "
+        f"{', '.join(f'%ids{c}' for c in chips)} : {vts} indices {its} -> {vt}, {it}\n"
+        f"    func.return %v, %i : {vt}, {it}\n  }}\n}}\n"
+    )

@@ -20,13 +20,16 @@ from head_programs import (
     from_zero,
     head_program,
     last_maximum,
+    logits_program,
     reference,
     two_generics,
     two_runs,
     vocab_runs,
     wrong_offset,
 )
-from ir_helpers import apply, check_ir, parse
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from ir_helpers import SETTINGS, apply, check_ir, parse
 from safetensors.numpy import save_file
 
 from tp_dialect.analysis.obligation import check_obligation
@@ -184,3 +187,62 @@ def test_the_faults_are_refused_after_lowering_too() -> None:
 def test_vocab_runs_give_the_last_chip_the_rest() -> None:
     assert vocab_runs(7, 3) == [(0, 3), (3, 3), (6, 1)]
     assert vocab_runs(7, 2) == [(0, 4), (4, 3)]
+
+
+@st.composite
+def _partitions(draw: st.DrawFn) -> tuple[list[tuple[int, int]], int, int]:
+    """Runs cutting a vocab of V into N non-empty runs, dealt to the chips in a random
+    order, and a batch."""
+    vocab = draw(st.integers(2, 12))
+    chips = draw(st.integers(2, min(4, vocab)))
+    cuts = sorted(draw(st.sets(st.integers(1, vocab - 1), min_size=chips - 1, max_size=chips - 1)))
+    bounds = [0, *cuts, vocab]
+    runs = [(a, b - a) for a, b in zip(bounds, bounds[1:], strict=False)]
+    order = draw(st.permutations(runs))
+    return list(order), vocab, draw(st.integers(1, 3))
+
+
+@settings(max_examples=25, **SETTINGS)
+@given(
+    part=_partitions(),
+    seed=st.integers(0, 2**16),
+    algorithm=st.sampled_from(["fold", "oneshot"]),
+)
+def test_any_partition_picks_numpys_first_maximum(
+    part: tuple[list[tuple[int, int]], int, int], seed: int, algorithm: str
+) -> None:
+    """Invariant: for runs that partition the axis, dealt to the chips in any order, the
+    program is certified and its maxloc is numpy's (max, first argmax) at the source and
+    as per-chip programs — logits drawn from five integers, so ties across chips abound."""
+    runs, vocab, batch = part
+    logits = np.random.default_rng(seed).integers(-2, 3, (batch, vocab)).astype(np.float32)
+    want = [logits.max(1), np.argmax(logits, axis=1).astype(np.int64)]
+    text = logits_program(runs, batch, vocab)
+    module = parse(text)
+    check_obligation(module)
+    for stage in ("", f"tp-relocate{{maxloc={algorithm}}},{','.join(STAGES)}"):
+        if stage:
+            apply(module, stage)
+            check_obligation(module)
+        got = run_program(module, {"logits": logits})
+        np.testing.assert_array_equal(got["result0"], want[0], err_msg=stage)
+        np.testing.assert_array_equal(got["result1"], want[1], err_msg=stage)
+
+
+@settings(max_examples=25, **SETTINGS)
+@given(part=_partitions(), data=st.data())
+def test_runs_that_do_not_partition_are_refused(
+    part: tuple[list[tuple[int, int]], int, int], data: st.DataObject
+) -> None:
+    """Invariant: one run grown or shrunk by one position at either end (an overlap or a
+    gap) is refused, naming the positions."""
+    runs, vocab, batch = part
+    c = data.draw(st.integers(0, len(runs) - 1))
+    start, n = runs[c]
+    moves = [(start - 1, n + 1), (start + 1, n - 1), (start, n + 1), (start, n - 1)]
+    legal = [(s, k) for s, k in moves if s >= 0 and k >= 1 and s + k <= vocab]
+    assume(legal)
+    runs[c] = data.draw(st.sampled_from(legal))
+    module = parse(logits_program(runs, batch, vocab))
+    with pytest.raises(TpDiagnostic, match=r"\[slices-(overlap|gap)\]"):
+        check_obligation(module)
