@@ -246,3 +246,33 @@ def test_runs_that_do_not_partition_are_refused(
     module = parse(logits_program(runs, batch, vocab))
     with pytest.raises(TpDiagnostic, match=r"\[slices-(overlap|gap)\]"):
         check_obligation(module)
+
+
+@pytest.mark.parametrize("shim", ["reference", "sn40l", "sn40l-int8"])
+@pytest.mark.parametrize("algorithm", ["fold", "oneshot"])
+def test_the_shims_admit_what_the_passes_build(shim: str, algorithm: str) -> None:
+    """Sized for the sn40l tiles (contractions over multiples of 8): tp-fuse, tp-relocate,
+    tp-transfers, tp-phase and tp-link-points' output each pass tp-legalize."""
+    module = parse(head_program(2, batch=8, hidden=32, vocab=24, outline=True, logits=True))
+    for stage in (
+        f"tp-fuse{{shim={shim}}}",
+        f"tp-relocate{{maxloc={algorithm}}}",
+        "tp-transfers,tp-phase",
+        "tp-link-points",
+    ):
+        apply(module, f"{stage},tp-legalize{{shim={shim}}}")  # raises if not admitted
+    check_obligation(module)
+
+
+def test_the_model_charges_a_maxloc_in_every_mode(tmp_path: Path) -> None:
+    src = tmp_path / "h.mlir"
+    src.write_text(head_program(3, hidden=6, vocab=7, outline=True))
+    proc = subprocess.run(
+        [str(BIN / "tp-run"), src, "--dry-run", "--mode", "all", "--allreduce", "oneshot"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    for mode in ("sequential", "phase", "relay", "dataflow"):
+        assert f"({mode} mode)" in proc.stdout
