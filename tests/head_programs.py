@@ -20,6 +20,7 @@ tail of a decoder step on N chips:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -41,7 +42,9 @@ def _t(shape: Sequence[int], elem: str = F32, chip: int | None = None) -> str:
     return f"tensor<{dims}x{elem}{enc}>"
 
 
-def _contraction(out: str, a: str, ta: str, b: str, tb: str, init: str, tout: str, maps: str) -> str:
+def _contraction(
+    out: str, a: str, ta: str, b: str, tb: str, init: str, tout: str, maps: str
+) -> str:
     return f"""    {out} = linalg.generic {{indexing_maps = {maps},
         iterator_types = ["parallel", "parallel", "reduction"]}}
         ins({a}, {b} : {ta}, {tb}) outs({init} : {tout}) {{
@@ -124,7 +127,8 @@ def head_program(
     x = "%x"
     for i in range(layers):
         if outline:
-            body += f"    %l{i}_out = func.call @layer({x}, %o{i}) : ({h}, {_t((hidden, hidden))}) -> {h}\n"
+            w = _t((hidden, hidden))
+            body += f"    %l{i}_out = func.call @layer({x}, %o{i}) : ({h}, {w}) -> {h}\n"
         else:
             body += _layer_body(chips, batch, hidden, x, f"%o{i}", f"l{i}_")
         x = f"%l{i}_out"
@@ -152,13 +156,13 @@ def head_program(
         body += _contraction(f"%logits{c}", "%hn", h, f"%hw{c}", wt, f"%lz{c}", lt, _LINEAR)
         body += (
             f"    %me{c} = tensor.empty() : {mt}\n"
-            f"    %m0_{c} = linalg.fill ins(%ninf : f32) outs(%me{c} : {mt}) -> {mt}\n"
+            f"    %mi{c} = linalg.fill ins(%ninf : f32) outs(%me{c} : {mt}) -> {mt}\n"
             f"    %ie{c} = tensor.empty() : {it}\n"
-            f"    %i0_{c} = linalg.fill ins(%izero : i64) outs(%ie{c} : {it}) -> {it}\n"
+            f"    %ii{c} = linalg.fill ins(%izero : i64) outs(%ie{c} : {it}) -> {it}\n"
             f'    %max{c}, %ids{c} = linalg.generic {{doc = "argmax", indexing_maps = '
             f"[affine_map<(b, v) -> (b, v)>, affine_map<(b, v) -> (b)>, "
             f'affine_map<(b, v) -> (b)>], iterator_types = ["parallel", "reduction"]}}\n'
-            f"        ins(%logits{c} : {lt}) outs(%m0_{c}, %i0_{c} : {mt}, {it}) {{\n"
+            f"        ins(%logits{c} : {lt}) outs(%mi{c}, %ii{c} : {mt}, {it}) {{\n"
             f"    ^bb0(%v: f32, %m: f32, %i: i64):\n"
             f"      %j = linalg.index 1 : index\n"
             f"      %g = arith.index_cast %j : index to i64\n"
@@ -210,9 +214,7 @@ def head_program(
     )
 
 
-def reference(
-    values: dict[str, np.ndarray], layers: int = 1
-) -> dict[str, np.ndarray]:
+def reference(values: dict[str, np.ndarray], layers: int = 1) -> dict[str, np.ndarray]:
     """The step in plain numpy (float64, then rounded to the program's types): each layer
     ``x + x @ Wᵀ``, the norm's scale, the logits ``h @ headᵀ`` and their first argmax."""
     x = values["x"].astype(np.float64)
@@ -224,3 +226,102 @@ def reference(
         "next_ids": np.argmax(logits, axis=1).astype(np.int64),
         "logits": logits.astype(np.float32),
     }
+
+
+# -- faults the certificate rule refuses (docs/certificate.md, "maxloc") ----------------------
+
+
+def _argmax_block(text: str, chip: int) -> tuple[int, int]:
+    """Where chip ``chip``'s argmax generic lies in ``text`` (start, end)."""
+    start = text.index(f"    %max{chip}, %ids{chip} = linalg.generic")
+    end = text.index("\n", text.index("    } -> ", start)) + 1
+    return start, end
+
+
+def _in_argmax(text: str, chip: int, old: str, new: str) -> str:
+    start, end = _argmax_block(text, chip)
+    block = text[start:end]
+    assert old in block, old
+    return text[:start] + block.replace(old, new) + text[end:]
+
+
+def wrong_offset(text: str, chip: int, start: int) -> str:
+    """Chip ``chip``'s argmax counts its index from ``start + 1``, not its run's start."""
+    return _in_argmax(
+        text, chip, f"arith.constant {start} : i64", f"arith.constant {start + 1} : i64"
+    )
+
+
+def last_maximum(text: str, chip: int) -> str:
+    """Chip ``chip``'s body keeps the LAST maximum (``oge``): not an argmax."""
+    return _in_argmax(text, chip, "arith.cmpf ogt", "arith.cmpf oge")
+
+
+def from_zero(text: str, chip: int) -> str:
+    """Chip ``chip``'s largest value starts from 0.0, not -inf."""
+    old = f"linalg.fill ins(%ninf : f32) outs(%me{chip} "
+    assert old in text
+    return text.replace(old, f"linalg.fill ins(%zero : f32) outs(%me{chip} ")
+
+
+def two_generics(text: str, chip: int) -> str:
+    """Chip ``chip``'s pair takes its value from its argmax and its index from a second,
+    identical argmax: not the two results of one generic."""
+    start, end = _argmax_block(text, chip)
+    twin = text[start:end].replace(f"%max{chip}, %ids{chip} =", f"%max{chip}b, %ids{chip}b =")
+    text = text[:end] + twin + text[end:]
+    at = text.index(" = tp.maxloc ")
+    line_end = text.index("\n", at)
+    line = re.sub(rf"%ids{chip}\b(?![b])", f"%ids{chip}b", text[at:line_end])
+    return text[:at] + line + text[line_end:]
+
+
+def two_runs(text: str, chip: int, runs: Sequence[tuple[int, int]]) -> str:
+    """Chip ``chip`` holds two runs of the vocab (``runs``, as many rows as it had)."""
+    ranges = ", ".join(f"({s}, {n})" for s, n in runs)
+    head = f"%hw{chip} = tp.shard %head at #tp.slice<axis = 0, ranges = ["
+    at = text.index(head) + len(head)
+    return text[:at] + ranges + text[text.index("]", at) :]
+
+
+def logits_program(runs: Sequence[tuple[int, int]], batch: int, vocab: int) -> str:
+    """``@main(%logits: [batch, vocab])``: chip c's argmax over its run ``runs[c]`` of the
+    vocab (a ``tp.shard`` of the logits; any runs, in any order over the chips), then one
+    ``tp.maxloc``; returns (value, index)."""
+    full = _t((batch, vocab))
+    body = "    %ninf = arith.constant 0xFF800000 : f32\n    %izero = arith.constant 0 : i64\n"
+    for c, (start, n) in enumerate(runs):
+        lt, vt, it = _t((batch, n), chip=c), _t((batch,), chip=c), _t((batch,), "i64", c)
+        body += (
+            f"    %l{c} = tp.shard %logits at #tp.slice<axis = 1, ranges = [({start}, {n})], "
+            f"full = [{batch}, {vocab}]> : {full} -> {lt}\n"
+            f"    %me{c} = tensor.empty() : {vt}\n"
+            f"    %mi{c} = linalg.fill ins(%ninf : f32) outs(%me{c} : {vt}) -> {vt}\n"
+            f"    %ie{c} = tensor.empty() : {it}\n"
+            f"    %ii{c} = linalg.fill ins(%izero : i64) outs(%ie{c} : {it}) -> {it}\n"
+            f'    %max{c}, %ids{c} = linalg.generic {{doc = "argmax", indexing_maps = '
+            f"[affine_map<(b, v) -> (b, v)>, affine_map<(b, v) -> (b)>, "
+            f'affine_map<(b, v) -> (b)>], iterator_types = ["parallel", "reduction"]}}\n'
+            f"        ins(%l{c} : {lt}) outs(%mi{c}, %ii{c} : {vt}, {it}) {{\n"
+            f"    ^bb0(%v: f32, %m: f32, %i: i64):\n"
+            f"      %j = linalg.index 1 : index\n"
+            f"      %g = arith.index_cast %j : index to i64\n"
+            f"      %off = arith.constant {start} : i64\n"
+            f"      %gg = arith.addi %g, %off : i64\n"
+            f"      %gt = arith.cmpf ogt, %v, %m : f32\n"
+            f"      %nm = arith.select %gt, %v, %m : f32\n"
+            f"      %ni = arith.select %gt, %gg, %i : i64\n"
+            f"      linalg.yield %nm, %ni : f32, i64\n"
+            f"    }} -> {vt}, {it}\n"
+        )
+    chips = range(len(runs))
+    vts = ", ".join(_t((batch,), chip=c) for c in chips)
+    its = ", ".join(_t((batch,), "i64", c) for c in chips)
+    vt, it = _t((batch,)), _t((batch,), "i64")
+    return (
+        f"builtin.module attributes {{tp.chips = {len(runs)} : i64}} {{\n"
+        f"  func.func @main(%logits: {full}) -> ({vt}, {it}) {{\n{body}"
+        f"    %v, %i = tp.maxloc {', '.join(f'%max{c}' for c in chips)} indices "
+        f"{', '.join(f'%ids{c}' for c in chips)} : {vts} indices {its} -> {vt}, {it}\n"
+        f"    func.return %v, %i : {vt}, {it}\n  }}\n}}\n"
+    )
