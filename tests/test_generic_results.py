@@ -1,5 +1,5 @@
 """A linalg.generic of several results (the greedy head's argmax) reads back as printed:
-xDSL prints ``-> (t1, t2)``, and tp's tools parse it (`tp_dialect.generic_results`)."""
+xDSL prints ``-> (t1, t2)``, and tp's tools parse it (`tp_dialect.xdsl_compat`)."""
 
 from __future__ import annotations
 

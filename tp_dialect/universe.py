@@ -8,13 +8,11 @@ from xdsl.context import Context
 from xdsl.dialects import get_all_dialects
 
 from tp_dialect.dialect import TP
-from tp_dialect.generic_results import accept_parenthesised_results
 
 
 def register_tp(ctx: Context) -> None:
-    """Make the tp dialect parseable in ``ctx`` (idempotent), and linalg.generic's several
-    results as xDSL prints them (`accept_parenthesised_results`)."""
-    accept_parenthesised_results()
+    """Make the tp dialect parseable in ``ctx`` (idempotent); importing it also makes
+    linalg.generic's several results readable as xDSL prints them (`xdsl_compat`)."""
     if "tp" not in ctx.registered_dialect_names:
         ctx.register_dialect("tp", lambda: TP)
 
