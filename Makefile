@@ -17,7 +17,9 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 DEMO := build/demo
 
-# The main job: generate a tensor-parallel Qwen3 decode step (outlined: one @layer, called per
+# The main job: serve a built-in tiny Qwen3 directory (16 greedy tokens on 4 chips, in this
+# process and as 4 MPI ranks, beside the tests' independent numpy transformers); then generate a
+# tensor-parallel Qwen3 decode step (outlined: one @layer, called per
 # layer), verify it, lower it through the
 # whole pipeline (sections, transfers, phases, per-chip programs, the host's relay), certify and
 # run every stage (the phased one with in-place caches: storage semantics; the per-chip programs
@@ -26,6 +28,7 @@ DEMO := build/demo
 # and modelled on 4 sn40l chips in every mode side by side (auto all-reduces).
 demo: $(STAMP)
 	@mkdir -p $(DEMO)
+	$(BIN)/python examples/generate_demo.py $(DEMO)
 	$(BIN)/tp-opt examples/megatron_mlp.mlir --tp-verify -o $(DEMO)/megatron_mlp.mlir
 	$(BIN)/tp-gen qwen3 --preset tiny --layers 2 --chips 4 --outline -o $(DEMO)/tiny.mlir --manifest $(DEMO)/tiny.json
 	$(BIN)/tp-opt $(DEMO)/tiny.mlir --tp-verify -o $(DEMO)/tiny.verified.mlir
