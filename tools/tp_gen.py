@@ -224,20 +224,15 @@ def pretrained_text(args: argparse.Namespace) -> str:
 
 
 def split_text(text: str, chips: int, plan: str) -> str:
-    """``text`` (an unsharded program) split over ``chips`` by tp-split's ``plan``."""
+    """``text`` (an unsharded program) split over ``chips`` by tp-split's ``plan``
+    (`serving.model.split`)."""
     from xdsl.printer import Printer
 
-    from tp_dialect.diagnostics import TpDiagnostic
-    from tp_dialect.passes.split import TpSplit
+    from tp_dialect.serving.model import split
 
-    ctx = tp_context()
-    module, _ = parse_module(ctx, text, "<tp-gen>")
-    try:
-        TpSplit(chips=chips, plan=plan).apply(ctx, module)
-    except TpDiagnostic as err:
-        raise GenError(err.message) from None
+    module, _ = parse_module(tp_context(), text, "<tp-gen>")
     out = StringIO()
-    Printer(stream=out).print_op(module)
+    Printer(stream=out).print_op(split(module, chips, plan))
     return out.getvalue() + "\n"
 
 
