@@ -156,6 +156,9 @@ class CountingSource:
     def shape(self, name: str) -> tuple[int, ...] | None:
         return self.inner.shape(name)
 
+    def dtype(self, name: str) -> np.dtype:  # place_weights checks dtypes from headers first
+        return self.inner.dtype(name)
+
     def whole(self, name: str) -> np.ndarray:
         self.wholes.append(name)
         return self.inner.whole(name)

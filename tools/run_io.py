@@ -19,10 +19,10 @@ from tp_dialect.analysis.values import count_run
 from tp_dialect.frontend.models import unsharded_text
 from tp_dialect.runtime.checkpoint import (
     MemorySource,
-    SafetensorsSource,
     TensorSource,
-    check_source,
+    check_arguments,
     conform_inputs,
+    open_model_dir,
     place_weights,
     random_inputs,
     random_weights,
@@ -69,14 +69,29 @@ def compare(
 
 
 def source_of(args: argparse.Namespace, module: ModuleOp) -> TensorSource:
-    """The weights asked for, their dtypes checked against the ports (``--cast``)."""
-    source: TensorSource = MemorySource({})
+    """The weights asked for: ``--weights`` (a model directory, a ``.safetensors`` file or
+    a sharded checkpoint's index: opened, nothing read but what says which file holds
+    what) or ``--random-weights``; empty when neither is given."""
     if args.weights:
-        source = SafetensorsSource(args.weights)
-    elif args.random_weights is not None:
-        source = MemorySource(random_weights(module, args.random_weights))
-    note(check_source(module, source, args.cast))
-    return source
+        return open_model_dir(args.weights)
+    if args.random_weights is not None:
+        return MemorySource(random_weights(module, args.random_weights))
+    return MemorySource({})
+
+
+def check_sources(
+    args: argparse.Namespace,
+    module: ModuleOp,
+    source: TensorSource,
+    inputs: Mapping[str, np.ndarray],
+    say: bool = True,
+) -> None:
+    """Every argument checked against ``source`` and ``inputs`` before anything loads
+    (names, shapes, dtypes by ``--cast``; every problem in one error); ``say``: a note on
+    stderr for each conversion that may round."""
+    _, notes = check_arguments(module, source, inputs, args.cast)
+    if say:
+        note(notes)
 
 
 DEFAULT_POSITION = 3
@@ -196,16 +211,17 @@ def execute(
     source: TensorSource,
     inputs: Mapping[str, np.ndarray],
     storage: bool = False,
+    casting: str = "safe",
 ) -> tuple[dict[str, np.ndarray], float, float]:
     """Bind every argument from ``source`` or ``inputs`` (what ``source`` holds sliced through
-    the manifest), run (with ``storage``: under storage semantics); the results, load time
-    and run time."""
+    the manifest, converted by ``casting``), run (with ``storage``: under storage
+    semantics); the results, load time and run time."""
     # What the run executes: the entry function, each callee once per call (a function's
     # own ops are not run where they are defined).
     total_ops = count_run(entry_function(module), linalg.GenericOp)
     with reporting(sys.stderr, total_ops):  # on a terminal, after 2 s: bytes, ops run
         t0 = time.perf_counter()
-        placement = place_weights(module, source, inputs)
+        placement = place_weights(module, source, inputs, casting=casting)
         t1 = time.perf_counter()
         from tp_dialect.runtime.reference import run_program  # the interpreter: when it runs
 
@@ -252,7 +268,7 @@ def check_outputs(
         return 0
     reference = reference_of(args, module)
     check_fits(run_needs(reference), "the check's run of the unsharded program")
-    want, _, _ = execute(reference, source, inputs)
+    want, _, _ = execute(reference, source, inputs, casting=args.cast)
     rows = compare(outputs, want, args.rtol, args.atol)
     width = max(len(r.name) for r in rows)
     print(f"check against the unsharded program (rtol {args.rtol:g}, atol {args.atol:g}):")

@@ -31,6 +31,7 @@ from tp_dialect.tools.common import (
 )
 from tp_dialect.tools.run_io import (
     check_outputs,
+    check_sources,
     inputs_of,
     source_of,
     warn_certificate,
@@ -199,9 +200,10 @@ def main_mpi(args: argparse.Namespace) -> int:
 
     given: Mapping[str, np.ndarray] | None = None
 
-    def open_source() -> TensorSource:
+    def open_source(given: Mapping[str, np.ndarray]) -> TensorSource:
         nonlocal source
         source = source_of(args, module)
+        check_sources(args, module, source, given, say=rank == 0)  # before any rank loads
         return source
 
     def read_inputs() -> Mapping[str, np.ndarray]:  # rank 0 only; --check reuses them
@@ -218,6 +220,7 @@ def main_mpi(args: argparse.Namespace) -> int:
                 args.storage,
                 args.relay,
                 comm,
+                args.cast,
             )
     except BaseException as err:
         chip = "" if args.relay == "host" and rank == comm.Get_size() - 1 else f" (chip {rank})"

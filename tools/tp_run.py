@@ -51,6 +51,7 @@ from tp_dialect.tools.run_io import (
     DEFAULT_POSITION,
     check_outputs,
     check_position,
+    check_sources,
     execute,
     inputs_of,
     source_of,
@@ -68,7 +69,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("program", help="the .mlir program (e.g. from tp-gen or tp-opt; - reads stdin)")
     w = p.add_mutually_exclusive_group()
     w.add_argument(
-        "--weights", help="a .safetensors checkpoint of named tensors (any argument, by name)"
+        "--weights",
+        metavar="CHECKPOINT",
+        help="named tensors (any argument, by name): a Hugging Face model directory "
+        "(model.safetensors or a sharded model.safetensors.index.json), an index, or a "
+        ".safetensors file",
     )
     w.add_argument("--random-weights", type=at_least(0, int), metavar="SEED", help="random weights")
     i = p.add_mutually_exclusive_group()
@@ -209,7 +214,8 @@ def _run(args: argparse.Namespace, module: ModuleOp, source_map: SourceMap) -> i
     check_fits(run_needs(module, args.storage, *random), f"running {args.program}")
     source = source_of(args, module)
     inputs = inputs_of(args, module, source)
-    outputs, load_s, run_s = execute(module, source, inputs, args.storage)
+    check_sources(args, module, source, inputs)
+    outputs, load_s, run_s = execute(module, source, inputs, args.storage, args.cast)
     chips = module.attributes.get("tp.chips")
     print(
         f"ran {args.program} ({chips.value.data if chips else 1} chip(s)"

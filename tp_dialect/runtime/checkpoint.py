@@ -1,12 +1,21 @@
 """Host loading: named tensors from a checkpoint (or memory) onto chips, through the manifest.
 
-A weight every use of which is a ``tp.shard`` (directly, or inside the chip programs it is
-handed to) is never loaded whole: each chip's slice is read on its own (from a
-``safetensors`` file, range by range, without reading the rest) and handed to the
-interpreter as already placed; the full argument is bound to a zero-stride placeholder that
-costs no memory. A slice several ``tp.shard`` ops cut alike (copies of one shard in
-different chip programs) is read once and shared. Weights read whole (a norm's scale) are
-loaded whole. The same weights are read at every stage of lowering, since the manifest is.
+Before anything loads, every argument is checked against the checkpoint from its header
+alone (`binding.check_arguments`: names with or without a Hugging Face prefix, shapes,
+dtypes, a whole model's unread tensors; every problem in one error). Then a weight every
+use of which is a ``tp.shard`` (directly, or inside the chip programs it is handed to) is
+never loaded whole: each chip's slice is read on its own (from its ``safetensors`` shard,
+range by range, without reading the rest) and handed to the interpreter as already placed;
+the full argument is bound to a zero-stride placeholder that costs no memory. A slice
+several ``tp.shard`` ops cut alike (copies of one shard in different chip programs, or a
+tied embedding read by the embedding and the head) is read once and shared. Weights read
+whole (a norm's scale) are loaded whole. The same weights are read at every stage of
+lowering, since the manifest is. A tensor stored in a narrower dtype than its argument's
+(bf16 into f32) is widened as it is read, exactly.
+
+A serving layer opens a Hugging Face model directory with `open_model_dir` (a `ModelWeights`:
+``check(*programs)`` before anything runs, ``read(name, slices)``, and a `TensorSource` for
+`place_weights` and `Session`).
 
 Nothing here knows a model: what is a weight, an input or a cache is the port's role, which
 the program states (`tp_dialect.signature`).
@@ -14,10 +23,10 @@ the program states (`tp_dialect.signature`).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -27,117 +36,78 @@ from tp_dialect.analysis.manifest import ChipLoad, read_manifest
 from tp_dialect.analysis.values import uses_through_programs
 from tp_dialect.ops import ShardOp
 from tp_dialect.program_ops import ChipProgramOp
-from tp_dialect.runtime.arrays import slice_of
-from tp_dialect.runtime.files import not_regular
+from tp_dialect.runtime.binding import (
+    CASTS,
+    cast_problem,
+    check_arguments,
+    check_programs,
+    describe_port,
+    name_forms,
+    shape_in_both,
+)
 from tp_dialect.runtime.missing import instead
-from tp_dialect.runtime.progress import tick
+from tp_dialect.runtime.tensor_files import MemorySource, SafetensorsSource, TensorSource
 from tp_dialect.signature import BindError, Port, entry_function, ports
 
-
-class TensorSource(Protocol):
-    """Where named host tensors come from: a checkpoint file or a dict in memory."""
-
-    def shape(self, name: str) -> tuple[int, ...] | None: ...
-
-    def dtype(self, name: str) -> np.dtype: ...
-
-    def whole(self, name: str) -> np.ndarray: ...
-
-    def ranges(self, name: str, axis: int, ranges: Iterable[tuple[int, int]]) -> np.ndarray: ...
-
-    def names(self) -> Collection[str]: ...
-
-
-@dataclass
-class MemorySource:
-    """Host tensors already in memory, by name."""
-
-    tensors: Mapping[str, np.ndarray]
-
-    def shape(self, name: str) -> tuple[int, ...] | None:
-        t = self.tensors.get(name)
-        return None if t is None else tuple(np.shape(t))
-
-    def dtype(self, name: str) -> np.dtype:
-        return np.asarray(self.tensors[name]).dtype
-
-    def whole(self, name: str) -> np.ndarray:
-        return np.asarray(self.tensors[name])
-
-    def ranges(self, name: str, axis: int, ranges: Iterable[tuple[int, int]]) -> np.ndarray:
-        return slice_of(np.asarray(self.tensors[name]), axis, list(ranges))
-
-    def names(self) -> Collection[str]:
-        return self.tensors.keys()
+__all__ = [
+    "CASTS",
+    "MemorySource",
+    "ModelWeights",
+    "Placement",
+    "SafetensorsSource",
+    "TensorSource",
+    "cast_problem",
+    "check_arguments",
+    "check_programs",
+    "conform_inputs",
+    "describe_port",
+    "open_model_dir",
+    "place_weights",
+    "random_inputs",
+    "random_weights",
+]
 
 
-class SafetensorsSource:
-    """Tensors of a ``.safetensors`` checkpoint, read lazily (a slice reads only its rows)."""
+class ModelWeights(SafetensorsSource):
+    """A Hugging Face model directory's weights (or a ``.safetensors`` file's, or a sharded
+    checkpoint index's): checked against programs before any tensor is read, then read by
+    the programs' names, a chip's slice at a time. A `TensorSource` (for `place_weights` and
+    `tp_dialect.runtime.session.Session`)."""
 
-    def __init__(self, path: str | Path) -> None:
-        from safetensors import safe_open
+    def check(self, *modules: ModuleOp, casting: str = "safe") -> list[str]:
+        """Every weight argument of ``modules`` bound from its header alone (name with or
+        without the family's prefix, shape, dtype equal or widened; a whole model reading
+        every tensor): the notes for conversions that may round (``casting="same_kind"``).
+        Raises one BindError naming every problem."""
+        return check_programs(modules, self, casting)
 
-        import tp_dialect.dtypes  # noqa: F401 - registers bfloat16 with numpy via ml_dtypes
-
-        try:
-            problem = not_regular(path)  # safetensors maps the file: a directory says ENODEV
-        except OSError as err:
-            raise BindError(f"cannot open checkpoint '{path}': {err.strerror}") from None
-        if problem:
-            raise BindError(f"cannot open checkpoint '{path}': {problem}; give a .safetensors file")
-        try:
-            self._file = safe_open(str(path), framework="numpy")
-        except Exception as err:  # safetensors raises its own error types
-            text = str(err)
-            if text.startswith(_BAD_HEADER):
-                text = f"not a safetensors file ({text[len(_BAD_HEADER) :].strip()})"
-            raise BindError(f"cannot open checkpoint '{path}': {text}") from None
-        self._keys = set(self._file.keys())
-
-    def shape(self, name: str) -> tuple[int, ...] | None:
-        if name not in self._keys:
-            return None
-        return tuple(self._file.get_slice(name).get_shape())
-
-    def dtype(self, name: str) -> np.dtype:
-        stored = self._file.get_slice(name).get_dtype()
-        found = _SAFETENSORS_DTYPES.get(stored)
-        if found is None:
-            raise BindError(f"checkpoint tensor '{name}' is {stored}: tp reads no such dtype")
-        return np.dtype(found)
-
-    def whole(self, name: str) -> np.ndarray:
-        tensor = self._file.get_tensor(name)
-        tick(loaded=tensor.nbytes)
-        return tensor
-
-    def ranges(self, name: str, axis: int, ranges: Iterable[tuple[int, int]]) -> np.ndarray:
-        view = self._file.get_slice(name)
-        parts = [view[(slice(None),) * axis + (slice(s, s + n),)] for s, n in ranges]
-        tick(loaded=sum(p.nbytes for p in parts))
-        return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=axis)
-
-    def names(self) -> Collection[str]:
-        return self._keys
+    def read(
+        self,
+        name: str,
+        slices: tuple[int, Sequence[tuple[int, int]]] | None = None,
+        dtype: np.dtype | str | None = None,
+    ) -> np.ndarray:
+        """The tensor a program names ``name`` (found as `name_forms` says): whole, or with
+        ``slices = (axis, [(start, size), ...])`` only those index ranges along ``axis``,
+        read without the rest; in the dtype stored, or converted to ``dtype``. BindError
+        when the checkpoint holds no such tensor."""
+        stored = [form for form in name_forms(name) if form in self.names()]
+        if not stored:
+            raise BindError(f"checkpoint has no tensor '{name}'; {instead(name, self.names())}")
+        if len(stored) > 1:
+            both = " and ".join(f"'{f}'" for f in stored)
+            raise BindError(f"checkpoint holds both {both}, each a name of '{name}': keep one")
+        key = stored[0]
+        data = self.whole(key) if slices is None else self.ranges(key, slices[0], slices[1])
+        return data if dtype is None else np.ascontiguousarray(data, dtype=np.dtype(dtype))
 
 
-# How safetensors begins the error for a file whose header it cannot read.
-_BAD_HEADER = "Error while deserializing header:"
-
-
-# safetensors' dtype names (its header's ``dtype``) as numpy dtypes (bf16 via ml_dtypes).
-_SAFETENSORS_DTYPES: dict[str, str] = {
-    "F64": "float64",
-    "F32": "float32",
-    "F16": "float16",
-    "BF16": "bfloat16",
-    "I64": "int64",
-    "I32": "int32",
-    "I16": "int16",
-    "I8": "int8",
-    "U8": "uint8",
-    "BOOL": "bool",
-}
+def open_model_dir(path: str | Path) -> ModelWeights:
+    """The weights of the model directory ``path`` (its ``model.safetensors``, else its
+    ``model.safetensors.index.json``; a ``.safetensors`` file or an index is taken too),
+    opened: nothing but the index read yet. Raises BindError, one line, for a path that is
+    no readable checkpoint."""
+    return ModelWeights(path)
 
 
 @dataclass
@@ -158,57 +128,55 @@ def place_weights(
     source: TensorSource,
     inputs: Mapping[str, Any] | None = None,
     chip: int | None = None,
+    casting: str = "safe",
 ) -> Placement:
     """Load the arguments of ``module``, slicing what comes from ``source`` through the
     manifest: an argument read only by ``tp.shard`` ops (seen through chip programs) is read
-    slice by slice, each distinct slice once, and never whole.
+    slice by slice, each distinct slice once, and never whole. Nothing is read before every
+    argument is checked (`check_arguments`, under ``casting``): a BindError lists every
+    argument found nowhere, misshaped, of a dtype refused, named ambiguously, and a whole
+    model's unread tensors.
 
     Without ``inputs``, every weight argument (by role) comes from ``source`` and the rest is
     left to the caller. With ``inputs``, every argument comes from either ``source`` or
     ``inputs`` (an input found in both, alike in shape, is taken from ``inputs``), and
-    `Placement.values` binds them all. A port is looked up by its name, then its alias.
+    `Placement.values` binds them all. A port binds the tensor its name (with or without a
+    Hugging Face prefix: `binding.resolve`), else its alias, names; a tensor is converted to
+    its port's dtype as it is read (bf16 to f32: exactly).
 
     With ``chip`` (per-chip programs, one process per chip), only what chip ``chip`` reads
     is loaded: its own ``tp.shard`` slices and the arguments its program (or, for chip 0,
-    which runs the host's statements, a host statement) reads; every other argument from
-    ``source`` is bound to a zero-stride placeholder, never read nor looked up. Without it
-    (the default) every chip's share is loaded.
-
-    Raises BindError naming an argument found nowhere, one of the wrong shape in the
-    checkpoint (expected vs found), or one in both with different shapes.
+    which runs the host's statements, a host statement) reads; every other argument is
+    bound to a zero-stride placeholder, never read (its header is checked, as every rank
+    checks every argument, so a bad checkpoint fails alike on each). Without it (the
+    default) every chip's share is loaded.
     """
+    keys, _ = check_arguments(module, source, inputs, casting)
     func = entry_function(module)
     ins, _ = ports(func)
     loads_by_op = {ld.op: ld for ld in read_manifest(module).loads}
     placement = Placement()
     for port, arg in zip(ins, func.body.block.args, strict=True):
+        given = None if inputs is None else port.key_in(inputs)
+        if given is not None:
+            assert inputs is not None
+            placement.values[port.name] = inputs[given]
+            continue
+        key = keys.get(port.name)
+        if key is None:  # not the checkpoint's to bind: an input left to the caller
+            continue
         readers = [use.operation for use in uses_through_programs(arg)]
         if chip is not None:
             readers = [op for op in readers if reads_for(op, chip)]
-            given = None if inputs is None else port.key_in(inputs)
-            if not readers and given is None:
+            if not readers:
                 placement.values[port.name] = _placeholder(port)
                 continue
-        key = _key_in_source(port, source)
-        if inputs is None:
-            if port.role != "weight":
-                continue
-            _check_shape(port, source, None if key is None else source.shape(key))
-        else:
-            given = port.key_in(inputs)
-            if given is not None:
-                _check_both(port, source, key, np.shape(inputs[given]))
-                placement.values[port.name] = inputs[given]
-                continue
-            if key is None:
-                raise BindError(_nowhere(port, source, inputs))
-            _check_shape(port, source, source.shape(key))
-        assert key is not None
         loads = [loads_by_op[op] for op in readers if isinstance(op, ShardOp) and op in loads_by_op]
         if loads and len(loads) == len(readers):
-            # Shards that cut the same slice (say, each chip's copy of a replicated weight)
-            # share one array, read once. Safe: the interpreter never writes into a placed
-            # slice (with in-place storage, tp.shard copies it into the chip's memory first).
+            # Shards that cut the same slice (say, each chip's copy of a replicated weight,
+            # or a tied table's rows read by the embedding and the head) share one array,
+            # read once. Safe: the interpreter never writes into a placed slice (with
+            # in-place storage, tp.shard copies it into the chip's memory first).
             read: dict[tuple[int, tuple[tuple[int, int], ...]], np.ndarray] = {}
             for load in loads:
                 cut = (load.slice.axis_index, tuple(load.slice.ranges))
@@ -242,92 +210,9 @@ def reads_for(op: Operation, chip: int) -> bool:
     return owner == chip or (owner is None and chip == 0)
 
 
-def _key_in_source(port: Port, source: TensorSource) -> str | None:
-    for key in (port.name, port.alias):
-        if key is not None and source.shape(key) is not None:
-            return key
-    return None
-
-
-def describe_port(port: Port) -> str:
-    """``f32 of shape [4, 8]``: what a port expects, as errors say it."""
-    return f"{port.dtype} of shape {list(port.shape)}" if port.shape else port.dtype
-
-
-def _looked_for(port: Port) -> str:
-    """The names ``port`` was looked up by, and what it expects: ``'x' or 'arg0' (expected
-    f32 of shape [2, 3])``."""
-    alias = f" or '{port.alias}'" if port.alias else ""
-    return f"'{port.name}'{alias} (expected {describe_port(port)})"
-
-
-def _nowhere(port: Port, source: TensorSource, inputs: Mapping[str, Any]) -> str:
-    """The error for ``port`` found in neither file, naming first where its role says it
-    lives, then what that file holds instead (the other file's names if it holds none)."""
-    files = [(source.names(), "the checkpoint"), (inputs.keys(), "the inputs")]
-    if port.role == "weight":
-        said = f"checkpoint has no tensor {_looked_for(port)}, nor do the inputs"
-    else:
-        said = f"the inputs have no tensor {_looked_for(port)}, nor does the checkpoint"
-        files.reverse()
-    for names, what in files:
-        if names:
-            return f"{said}; {instead(port.name, names, what)}"
-    return said
-
-
-def _check_both(port: Port, source: TensorSource, key: str | None, given: tuple[int, ...]) -> None:
-    if key is None:
-        return
-    found = source.shape(key)
-    if found is not None and tuple(found) != tuple(given):
-        raise BindError(
-            f"argument '{port.name}' is in both the checkpoint (shape {list(found)}) and the "
-            f"inputs (shape {list(given)}): give it once"
-        )
-
-
-def _check_shape(port: Port, source: TensorSource, found: tuple[int, ...] | None) -> None:
-    if found is None:
-        raise BindError(
-            f"checkpoint has no tensor {_looked_for(port)}; {instead(port.name, source.names())}"
-        )
-    if found != port.shape:
-        raise BindError(
-            f"checkpoint tensor '{port.name}': expected shape {list(port.shape)}, "
-            f"found {list(found)}"
-        )
-
-
 def _load_slice(source: TensorSource, key: str, load: ChipLoad, port: Port) -> np.ndarray:
     data = source.ranges(key, load.slice.axis_index, load.slice.ranges)
     return np.ascontiguousarray(data, dtype=port.numpy_dtype)
-
-
-CASTS: tuple[str, ...] = ("no", "safe", "same_kind")
-"""How a tensor whose dtype is not its port's is treated (numpy's casting rules): ``no``
-refuses it; ``safe`` converts only where every value is kept exactly (bf16 or f16 to f32,
-f32 to f64, a narrower integer to a wider one); ``same_kind`` converts within a kind too,
-rounding (f64 to f32, int to float). An integer *input* converts to another integer
-dtype whenever each of its values fits, whatever the rule; a float never becomes an
-integer (a position of 3.7 is refused, not run as 3)."""
-
-
-def cast_problem(
-    port: Port, found: np.dtype, casting: str, values: np.ndarray | None = None
-) -> str | None:
-    """Why a tensor of dtype ``found`` (``values``, when in memory) cannot be bound to
-    ``port`` under ``casting`` (`CASTS`), or None."""
-    want = port.numpy_dtype
-    if found == want or (casting != "no" and np.can_cast(found, want, casting)):
-        return None
-    if values is not None and found.kind in "iub" and want.kind in "iu":
-        info = np.iinfo(want)
-        if values.size == 0 or (info.min <= values.min() and values.max() <= info.max):
-            return None
-        return f"has values outside {port.dtype}'s range"
-    hint = " (--cast same_kind converts, rounding)" if np.can_cast(found, want, "same_kind") else ""
-    return f"is {found}, not {want}{hint}"
 
 
 def conform_inputs(
@@ -349,7 +234,7 @@ def conform_inputs(
             continue
         value = np.asarray(inputs[key])
         if source is not None:
-            _check_both(port, source, _key_in_source(port, source), value.shape)
+            shape_in_both(port, source, value.shape)
         if value.shape != port.shape:
             raise BindError(
                 f"argument '{key}': expected shape {list(port.shape)}, found {list(value.shape)}"
@@ -363,25 +248,6 @@ def conform_inputs(
             value = value.astype(port.numpy_dtype)
         out[key] = value
     return out, notes
-
-
-def check_source(module: ModuleOp, source: TensorSource, casting: str) -> list[str]:
-    """Check the dtype of every tensor of ``source`` bound to a port (from its header: nothing
-    is read) under ``casting``; a note for each conversion that may round. Raises
-    BindError naming the tensor."""
-    ins, _ = ports(entry_function(module))
-    notes: list[str] = []
-    for port in ins:
-        key = _key_in_source(port, source)
-        if key is None:
-            continue
-        found = source.dtype(key)
-        problem = cast_problem(port, found, casting)
-        if problem:
-            raise BindError(f"checkpoint tensor '{key}' {problem}")
-        if not np.can_cast(found, port.numpy_dtype, "safe"):
-            notes.append(f"checkpoint tensor '{key}' converted from {found} to {port.dtype}")
-    return notes
 
 
 def random_weights(module: ModuleOp, seed: int) -> dict[str, np.ndarray]:

@@ -256,19 +256,21 @@ def _peak_rss() -> int:
 
 def run_mpi(
     module: ModuleOp,
-    source: Callable[[], TensorSource],
+    source: Callable[[Mapping[str, np.ndarray]], TensorSource],
     inputs: Callable[[], Mapping[str, np.ndarray]],
     storage: bool = False,
     relay: str = "direct",
     comm: Any = None,
+    casting: str = "safe",
 ) -> MpiRun | None:
     """``module``'s per-chip programs run with rank c as chip c (``relay="host"``: and the
     relay's copies on rank N): on rank 0 the program's results by name (bitwise those of the
     single-process interpreter) and every rank's stats, None on the other ranks. ``inputs``
-    is called on rank 0 only (its values are broadcast); ``source`` on chip ranks, each of
-    which loads only its own share. A world that does not fit the programs raises MpiError
-    on every rank alike before anything is loaded; any other error is its rank's
-    own, and the caller must abort the world (`abort`)."""
+    is called on rank 0 only (its values are broadcast); ``source`` on chip ranks, with
+    those values, each rank then loading only its own share (converted by ``casting``). A
+    world that does not fit the programs raises MpiError on every rank alike before anything
+    is loaded; any other error is its rank's own, and the caller must abort the world
+    (`abort`)."""
     from tp_dialect.runtime.reference import bind
     from tp_dialect.runtime.relay_exec import ChipRunner, host_results
 
@@ -297,7 +299,7 @@ def run_mpi(
     runner: ChipRunner | None = None
     if rank != host_rank:
         t0 = time.perf_counter()
-        placement = place_weights(module, source(), given, chip=rank)
+        placement = place_weights(module, source(given), given, chip=rank, casting=casting)
         ins, _ = ports(func)
         args = bind(ins, placement.values)
         placed = placement.placed

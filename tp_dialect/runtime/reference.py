@@ -16,7 +16,7 @@ from xdsl.interpreters.func import FuncFunctions
 
 from tp_dialect.ops import ShardOp
 from tp_dialect.program_ops import ChipProgramOp
-from tp_dialect.runtime.checkpoint import cast_problem, describe_port
+from tp_dialect.runtime.binding import cast_problem, describe_port
 from tp_dialect.runtime.numpy_impls import LocatingInterpreter, NumpyFunctions, own_storage
 from tp_dialect.runtime.relay_exec import run_linked
 from tp_dialect.signature import BindError, Port, entry_function, ports
