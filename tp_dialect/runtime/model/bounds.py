@@ -16,6 +16,17 @@ same partials is one all-reduce of the whole tensor.
   (`cost.least_allreduce_link_time`). In a decode step every all-reduce is on the dependency
   chain (each layer's output feeds the next layer), so all are counted.
 
+- `compute_bound`: the program's useful FLOPs over the N chips' peak: 2 per multiply-add
+  of every contraction of two different operands each chip runs (`cost.matmul_flops`: the
+  projections, the MLP, attention over the cache, the LM head; a norm's sum of squares left
+  out), summed over the chips — a split contraction's slices add up to the unsharded one's.
+  No schedule beats it: every chip computes at most ``peak_flops``.
+- The step's bound (`StepBound`) is the larger of the compute bound and the physical bound,
+  and names the one that binds: ``compute-bound`` (a long prefill) or ``HBM-bound`` (decode).
+
+A gather (an embedding's ``tensor.extract`` of a captured table in a generic's body) reads
+the rows it looks up, not the table (`cost.gathered_bytes`).
+
 An outlined program (``@decode`` calling ``@layer``) is bounded as its flat program: a
 callee's shards, cache writes and all-reduces count once per call, with that call's data
 (`calls.Runs`).
@@ -29,6 +40,7 @@ from dataclasses import dataclass, field
 from xdsl.dialects import tensor
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
+from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from tp_dialect.analysis.call_runs import Frame, HeldKey, Ref, Runs
@@ -36,7 +48,9 @@ from tp_dialect.analysis.chip_calls import chip_function, tag_of
 from tp_dialect.analysis.cost import (
     VIEWS,
     allreduce_link_time,
+    gathered_bytes,
     least_allreduce_link_time,
+    matmul_flops,
     nbytes,
 )
 from tp_dialect.analysis.folds import find_folds
@@ -249,13 +263,14 @@ def physical_bound(
     runs = runs or Runs(func)
     held = holdings(runs, n) if held is None else held
     read: list[set[HeldKey]] = [set() for _ in range(n)]
+    gathered: list[dict[HeldKey, float]] = [{} for _ in range(n)]
     written = [0.0] * n
-    accesses: dict[SectionOp, list[tuple[SSAValue | None, int, list[SSAValue]]]] = {}
+    accesses: dict[SectionOp, list[Access]] = {}
     for frame in runs.frames:
         for section, chips in placed_in(runs, frame.func):
             if section not in accesses:
                 accesses[section] = _accesses(section)
-            for dest, entry, operands in accesses[section]:
+            for dest, entry, operands, rows in accesses[section]:
                 if dest is not None and runs.held_key(frame, dest) is not None:
                     for c in chips:  # the cache entry it writes (the cache read is counted)
                         written[c] += entry
@@ -263,8 +278,10 @@ def physical_bound(
                     key = runs.held_key(frame, operand)
                     if key is not None:
                         for c in chips:
-                            if key in held[c]:
+                            if key in held[c] and rows is None:
                                 read[c].add(key)
+                            elif key in held[c]:
+                                gathered[c][key] = gathered[c].get(key, 0.0) + rows
     ret = func.body.block.last_op
     if isinstance(ret, ReturnOp):
         for value in ret.operands:
@@ -279,6 +296,10 @@ def physical_bound(
                 chip = chip_of(part.type)
                 for c in range(n) if chip is None else (chip,):
                     written[c] += nbytes(part.type)  # a spine output: every chip stores one
+    for c in range(n):  # a table read whole and gathered from is read once, whole
+        for key, rows in gathered[c].items():
+            if key not in read[c]:
+                written[c] += min(rows, held[c][key].bytes)
     moved = [written[c] + sum(held[c][key].bytes for key in read[c]) for c in range(n)]
     sizes = allreduces(func, runs) if sizes is None else sizes
     link = sum(least_allreduce_link_time(b, n, machine) for b in sizes)
@@ -286,15 +307,93 @@ def physical_bound(
     return PhysicalBound(hbm + link, moved, hbm, len(sizes), link)
 
 
-def _accesses(section: SectionOp) -> list[tuple[SSAValue | None, int, list[SSAValue]]]:
+Access = tuple[SSAValue | None, int, list[SSAValue], float | None]
+
+
+COMPUTE_NOTE = (
+    "2 FLOPs per multiply-add of every contraction of two different operands the chips run "
+    "(projections, MLP, attention, LM head; norms' sums of squares left out), over "
+    "N x peak FLOPs"
+)
+
+
+@dataclass
+class ComputeBound:
+    """The compute bound and its parts (module docstring)."""
+
+    seconds: float = 0.0
+    flops: float = 0.0
+    chips: int = 1
+
+    def to_json(self) -> dict[str, object]:
+        """The bound's parts as plain data, with what it counts."""
+        return {
+            "seconds": self.seconds,
+            "flops": self.flops,
+            "chips": self.chips,
+            "counts": COMPUTE_NOTE,
+        }
+
+
+def useful_flops(runs: Runs) -> float:
+    """The FLOPs `compute_bound` counts: `cost.matmul_flops` of every section each chip runs
+    (a lowered call's callee once per call), summed over the chips running it."""
+    per_section: dict[SectionOp, float] = {}
+    total = 0.0
+    for frame in runs.frames:
+        for section, chips in placed_in(runs, frame.func):
+            if section not in per_section:
+                per_section[section] = matmul_flops(section)
+            total += per_section[section] * len(chips)
+    return total
+
+
+def compute_bound(module: ModuleOp, machine: Machine, runs: Runs | None = None) -> ComputeBound:
+    """The compute bound of ``module``'s step on ``machine`` (module docstring): its
+    `useful_flops` over N x the machine's peak FLOPs. ``runs``: the program's `Runs`, if
+    already made."""
+    n = chips_of(module)
+    flops = useful_flops(runs or Runs(entry_function(module)))
+    return ComputeBound(flops / (n * machine.peak_flops), flops, n)
+
+
+@dataclass
+class StepBound:
+    """The step's bound: the larger of its compute bound and its physical (memory) bound,
+    and which of the two binds."""
+
+    compute: ComputeBound = field(default_factory=ComputeBound)
+    physical: PhysicalBound = field(default_factory=PhysicalBound)
+
+    @property
+    def seconds(self) -> float:
+        """max(compute bound, physical bound)."""
+        return max(self.compute.seconds, self.physical.seconds)
+
+    @property
+    def binding(self) -> str:
+        """``compute-bound`` when the compute bound is the larger, else ``HBM-bound``."""
+        return "compute-bound" if self.compute.seconds > self.physical.seconds else "HBM-bound"
+
+
+def _accesses(section: SectionOp) -> list[Access]:
     """What each op of ``section`` (views aside) may read or write of host data, in its
     function's terms: an in-place write's destination and the bytes of the entry it writes
-    (None, 0 for any other op), and the operands it reads that may be host data (its origin
-    a block argument, a shard or a call's result; an in-place write reads only the new
-    entry)."""
-    found: list[tuple[SSAValue | None, int, list[SSAValue]]] = []
+    (None, 0 for any other op), the operands it reads that may be host data (its origin a
+    block argument, a shard or a call's result; an in-place write reads only the new entry),
+    and how many of their bytes it reads: None for all of them, or a gather's rows
+    (`cost.gathered_bytes`: a ``tensor.extract`` in a generic's body of a table it
+    captures)."""
+    found: list[Access] = []
     for inner in section.walk():
         if isinstance(inner, VIEWS):
+            continue
+        if isinstance(inner, tensor.ExtractOp) and isinstance(
+            gather := inner.parent_op(), linalg.GenericOp
+        ):
+            if _may_be_held(inner.tensor):
+                rows = min(nbytes(inner.tensor.type), gathered_bytes(gather))
+                found.append((None, 0, [inner.tensor], rows))
             continue
         operands = list(inner.operands)
         dest: SSAValue | None = None
@@ -304,7 +403,7 @@ def _accesses(section: SectionOp) -> list[tuple[SSAValue | None, int, list[SSAVa
             dest, entry = inner.dest, nbytes(inner.source.type)
         kept = [v for v in operands if _may_be_held(v)]
         if dest is not None or kept:
-            found.append((dest, entry, kept))
+            found.append((dest, entry, kept, None))
     return found
 
 
