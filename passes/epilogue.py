@@ -18,7 +18,7 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint
 
 from tp_dialect.analysis.touch import captured, collective, storage, written_in_place
-from tp_dialect.ops import AllReduceOp, SectionOp, YieldOp
+from tp_dialect.ops import AllReduceOp, Collective, SectionOp, YieldOp
 from tp_dialect.shims import TensorParallelShim, members
 
 
@@ -39,8 +39,8 @@ class FuseEpilogue(RewritePattern):
         produced = set(op.outs)
         skipped: list[SectionOp] = []  # sections the epilogue moves ahead of
         nxt = op.next_op
-        # Up to the next all-reduce: the spine work between two is what reads this sum.
-        while isinstance(nxt, SectionOp) and not isinstance(collective(nxt), AllReduceOp):
+        # Up to the next collective: the spine work between two is what reads this sum.
+        while isinstance(nxt, SectionOp) and not isinstance(collective(nxt), Collective):
             reads = captured(nxt)
             if not produced & set(reads):
                 skipped.append(nxt)

@@ -91,7 +91,7 @@ def chip_functions(
                 stored.setdefault(v, min(prov.home(v) & set(chips) or chips))
     after: Operation = callee
     for c, plan in plans.items():
-        block, inputs, mapping = chip_block(callee, plan, c, lambda *_: None, in_order=True)
+        block, inputs, mapping = chip_block(callee, plan, c, lambda *_: 0, in_order=True)
         # What chip c holds of the callee's results (computed or received on c, or an
         # argument it reads), then the shards it hands to the host's stores.
         gives = [

@@ -110,7 +110,9 @@ def _handed_back(value: SSAValue, split: dict[FuncOp, ChipFunctions]) -> SSAValu
     return value
 
 
-LowerCall = Callable[[CallOp, int, dict[Any, SSAValue], Block], None]
+LowerCall = Callable[[CallOp, int, dict[Any, SSAValue], Block], int]
+"""Writes a lowered call into a chip's block; returns the halts the call runs through (its
+per-chip function's links), which the chip's links after it count on from."""
 
 
 def chip_block(
@@ -137,10 +139,11 @@ def chip_block(
     for const in constants:
         block.add_op(const.clone(value_mapper=mapping))
     links = {lp.before: lp for lp in plan.links}
+    passed = 0  # halts of the calls before: a call's links count on from the halt before it
     for k in range(len(plan.sections) + 1):
         if (lp := links.get(k)) is not None:
             link = LinkOp(
-                lp.halt,
+                lp.halt + passed if lp.halt else 0,
                 [mapping[v] for v, _ in lp.sends],
                 [name for _, name in lp.sends],
                 [name for _, name in lp.receives],
@@ -153,7 +156,7 @@ def chip_block(
         if k < len(plan.sections):
             section = plan.sections[k]
             if isinstance(section, CallOp):
-                lower_call(section, chip, mapping, block)
+                passed += lower_call(section, chip, mapping, block)
                 continue
             clone = section.clone(value_mapper=mapping)
             clone.chips = DenseArrayBase.from_list(i64, [chip])  # runs on this chip alone
@@ -183,7 +186,7 @@ def split_programs(
     first = stmts[0] if stmts else block.last_op
     assert first is not None
 
-    def lower_call(call: CallOp, c: int, mapping: dict[Any, SSAValue], into: Block) -> None:
+    def lower_call(call: CallOp, c: int, mapping: dict[Any, SSAValue], into: Block) -> int:
         cf = split[_callee_of(call)]
         target = cf.funcs[c]
         new = CallOp(
@@ -210,6 +213,7 @@ def split_programs(
                 into.add_op(const := v.owner.clone())  # type: ignore[union-attr]
                 mapping[call.results[j]] = const.results[0]
                 returned_constants.append(const)
+        return sum(isinstance(op, LinkOp) for op in target.body.block.ops)
 
     host: dict[Any, SSAValue] = {}
     returned_constants: list[Operation] = []  # a callee's constant results, cloned per chip

@@ -35,19 +35,18 @@ from typing import Literal
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.dialects.func import FuncOp
+from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
     PatternRewriteWalker,
     RewritePattern,
-    op_type_rewrite_pattern,
 )
 from xdsl.rewriter import InsertPoint
 
 from tp_dialect.analysis.calls import ChipWork, check_arguments, placed_functions
-from tp_dialect.analysis.cost import best_allreduce, nbytes, split_axis
+from tp_dialect.analysis.cost import best_allreduce, best_maxloc, nbytes, split_axis
 from tp_dialect.analysis.machine import Machine, MachineError, machine_from
 from tp_dialect.analysis.provenance import Provenance
 from tp_dialect.analysis.touch import is_statement
@@ -55,7 +54,7 @@ from tp_dialect.certificate import drop, status
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.grid import stated_chips
 from tp_dialect.names import value_name
-from tp_dialect.ops import AllReduceOp, SectionOp, TransferOp, YieldOp
+from tp_dialect.ops import AllReduceOp, Collective, MaxLocOp, SectionOp, TransferOp, YieldOp
 from tp_dialect.passes.epilogue import FuseEpilogue
 from tp_dialect.passes.options import ShimName, base_shim
 from tp_dialect.passes.preconditions import (
@@ -99,23 +98,44 @@ class RelocateStatement(RewritePattern):
         move_op(rewriter, op, InsertPoint.before(terminator))
 
 
+MAXLOC_OF: dict[str, str] = {
+    "fold": "fold",
+    "oneshot": "oneshot",
+    "twoshot": "oneshot",
+    "ring": "fold",
+    "auto": "auto",
+}
+"""The maxloc algorithm an ``allreduce=`` choice stands for when ``maxloc=`` is not given: a
+maxloc has only ``fold`` and ``oneshot``; ``twoshot`` (the result on every chip in few
+exchanges) asks for ``oneshot``, ``ring`` (few messages a link) for ``fold``."""
+
+
 @dataclass
 class ChooseAlgorithm(RewritePattern):
-    """Give each statement-level all-reduce its algorithm: ``allreduce``, or (``auto``) the
-    one with the least modelled time on ``machine``."""
+    """Give each statement-level collective its algorithm: an all-reduce ``allreduce``, a
+    maxloc ``maxloc``, or (``auto``) the one with the least modelled time on ``machine``."""
 
     allreduce: str
+    maxloc: str
     n_chips: int
     machine: Machine | None
     report: bool
+    prov: Provenance
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: AllReduceOp, rewriter: PatternRewriter) -> None:
-        if not isinstance(op.parent_op(), FuncOp):
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, Collective) or not isinstance(op.parent_op(), FuncOp):
             return
-        algorithm = self.allreduce
-        if self.machine is not None:
-            algorithm = _choose(op, self.n_chips, self.machine, self.report)
+        if isinstance(op, AllReduceOp):
+            algorithm = self.allreduce
+            if algorithm == "auto":
+                assert self.machine is not None
+                algorithm = _choose(op, self.n_chips, self.machine, self.report)
+        else:
+            algorithm = self.maxloc
+            if algorithm == "auto":
+                assert self.machine is not None
+                back = _readers_besides_chip_0(op, self.prov, self.n_chips)
+                algorithm = _choose_maxloc(op, self.n_chips, self.machine, self.report, back)
         set_algorithm(rewriter, op, algorithm)
 
 
@@ -123,13 +143,15 @@ class ChooseAlgorithm(RewritePattern):
 class TpRelocate(ModulePass):
     """Make every statement a section on its chips; each all-reduce gets its algorithm
     (``allreduce=fold|ring|oneshot|twoshot``, or ``auto``: per all-reduce, the one with the
-    least modelled time on ``machine``; ``report=true`` prints every candidate's time);
-    ``epilogue=true`` lets an all-reduce that sums on every chip carry the spine work after
-    it (the ``shim`` deciding what fits)."""
+    least modelled time on ``machine``; ``report=true`` prints every candidate's time), each
+    maxloc its own (``maxloc=fold|oneshot|auto``; when not given, the one ``allreduce=``
+    stands for: `MAXLOC_OF`); ``epilogue=true`` lets an all-reduce that sums on every chip
+    carry the spine work after it (the ``shim`` deciding what fits)."""
 
     name = "tp-relocate"
 
     allreduce: Literal["fold", "ring", "oneshot", "twoshot", "auto"] = "fold"
+    maxloc: Literal["fold", "oneshot", "auto"] | None = None
     machine: str = "sn40l"
     report: bool = False
     epilogue: bool = False
@@ -144,8 +166,15 @@ class TpRelocate(ModulePass):
                 None,
                 f"tp-relocate: allreduce={self.allreduce} is not one of {', '.join(choices)}",
             )
+        maxloc = self.maxloc or MAXLOC_OF[self.allreduce]
+        if maxloc not in (*MaxLocOp.ALGORITHMS, "auto"):
+            raise TpDiagnostic(
+                None,
+                f"tp-relocate: maxloc={maxloc} is not one of "
+                f"{', '.join((*MaxLocOp.ALGORITHMS, 'auto'))}",
+            )
         machine = None
-        if self.allreduce == "auto":
+        if "auto" in (self.allreduce, maxloc):
             try:
                 machine = machine_from(self.machine)
             except MachineError as err:
@@ -173,7 +202,7 @@ class TpRelocate(ModulePass):
         for stmt in placed if n > MAX_LOWERED_CHIPS else ():
             if prov.runs_everywhere(stmt):
                 replicated_within(stmt, n, self.name)
-        choose = ChooseAlgorithm(self.allreduce, n, machine, self.report)
+        choose = ChooseAlgorithm(self.allreduce, maxloc, n, machine, self.report, prov)
         PatternRewriteWalker(choose, apply_recursively=False).rewrite_module(op)
         relocate = RelocateStatement(prov, set(funcs), work)
         walker = PatternRewriteWalker(relocate, apply_recursively=False)
@@ -203,3 +232,39 @@ def _choose(reduce: AllReduceOp, n: int, machine: Machine, report: bool) -> str:
             file=sys.stderr,
         )
     return best
+
+
+def _choose_maxloc(
+    op: MaxLocOp, n: int, machine: Machine, report: bool, back: tuple[int, ...]
+) -> str:
+    """The maxloc algorithm with the least modelled time for ``op`` on ``machine``, ``back``
+    being the chips besides chip 0 that read its result (ties go to fold)."""
+    best, times = best_maxloc(op.value.type, op.index.type, n, machine, back)
+    if report:
+        size = nbytes(op.value.type) + nbytes(op.index.type)
+        listed = ", ".join(f"{a} {t * 1e6:.2f} us" for a, t in times.items())
+        readers = f"read on {len(back)} chip(s) besides chip 0" if back else "read on chip 0"
+        print(
+            f"tp-relocate: maxloc %{value_name(op.index)} ({size} B a pair, {n} chips, "
+            f"{readers}, {machine.name}): {listed} -> {best}",
+            file=sys.stderr,
+        )
+    return best
+
+
+def _readers_besides_chip_0(op: MaxLocOp, prov: Provenance, n: int) -> tuple[int, ...]:
+    """The chips other than chip 0 whose statements read a result of ``op`` — where a
+    ``fold`` maxloc sends its result back; the function's return reads on chip 0 (the host
+    takes a result from the lowest chip holding it)."""
+    chips: set[int] = set()
+    for result in op.results:
+        for use in result.uses:
+            stmt = use.operation
+            while not isinstance(stmt.parent_op(), FuncOp | None):
+                stmt = stmt.parent_op()  # type: ignore[assignment]
+            if isinstance(stmt, ReturnOp):
+                continue
+            if prov.runs_everywhere(stmt):
+                return tuple(range(1, n))
+            chips.update(c for r in stmt.results for c in prov.home(r))
+    return tuple(sorted(chips - {0}))

@@ -12,7 +12,7 @@ from xdsl.ir import Operation
 from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint
 
-from tp_dialect.ops import AllReduceOp
+from tp_dialect.ops import Collective
 
 
 def move_op(rewriter: PatternRewriter, op: Operation, point: InsertPoint) -> None:
@@ -22,7 +22,7 @@ def move_op(rewriter: PatternRewriter, op: Operation, point: InsertPoint) -> Non
     rewriter.insert(op, point)
 
 
-def set_algorithm(rewriter: PatternRewriter, reduce: AllReduceOp, algorithm: str) -> None:
-    """Write ``algorithm`` on ``reduce`` and tell ``rewriter`` the op was modified."""
-    reduce.algorithm = StringAttr(algorithm)
-    rewriter.notify_op_modified(reduce)
+def set_algorithm(rewriter: PatternRewriter, collective: Collective, algorithm: str) -> None:
+    """Write ``algorithm`` on ``collective`` and tell ``rewriter`` the op was modified."""
+    collective.algorithm = StringAttr(algorithm)
+    rewriter.notify_op_modified(collective)

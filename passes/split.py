@@ -42,6 +42,7 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     IntegerAttr,
     ModuleOp,
+    StringAttr,
     TensorType,
     i64,
 )
@@ -52,12 +53,13 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tp_dialect.analysis.layouts import Split, collapse, expand, window
-from tp_dialect.analysis.plan import PlanError, TpPlan, load_plan
+from tp_dialect.analysis.plan import PlanError, TpPlan, hf_plan_for, load_plan, shipped_plans
 from tp_dialect.attrs import SliceAttr, chip_of, on_chip
 from tp_dialect.diagnostics import TpDiagnostic
-from tp_dialect.linalg_kinds import contraction, is_zeros
+from tp_dialect.linalg_kinds import argmax, contraction, is_zeros
 from tp_dialect.names import value_hint, value_name
 from tp_dialect.ops import AllReduceOp, ShardOp, UnshardOp
+from tp_dialect.passes.split_vocab import split_argmax, split_gather
 from tp_dialect.passes.verify import certify_if_sound
 from tp_dialect.reject import TpReject
 from tp_dialect.signature import NAME_ATTR, ROLE_ATTR, entry_function
@@ -68,8 +70,9 @@ _DYNAMIC = -(2**63)  # MLIR's ShapedType::kDynamic in static offset/size arrays
 @dataclass(frozen=True)
 class TpSplit(ModulePass):
     """Partition the unsharded entry function over ``chips`` chips by the tensor-parallel
-    ``plan`` (a JSON file, or a shipped plan's name: ``qwen3``, ``gpt2``); the module's
-    ``tp.chips`` becomes ``chips``."""
+    ``plan`` (a JSON file, a shipped plan's name: ``qwen3``, ``gpt2``, ``llama``,
+    ``gpt2_lm``, or ``hf``: the Hugging Face plan of the family whose embedding the program
+    states); the module's ``tp.chips`` becomes ``chips``."""
 
     name = "tp-split"
 
@@ -80,9 +83,13 @@ class TpSplit(ModulePass):
         if not 1 <= self.chips <= 4096:
             raise TpDiagnostic(None, f"tp-split: chips={self.chips} is not from 1 to 4096")
         if not self.plan:
-            raise TpDiagnostic(None, "tp-split: plan= is required (a JSON file or qwen3, gpt2)")
+            raise TpDiagnostic(
+                None,
+                "tp-split: plan= is required (a JSON file, hf, or a shipped plan: "
+                f"{', '.join(shipped_plans())})",
+            )
         try:
-            plan = load_plan(self.plan)
+            plan = hf_plan_for(_port_names(op)) if self.plan == "hf" else load_plan(self.plan)
         except PlanError as err:
             raise TpDiagnostic(None, f"tp-split: {err}") from None
         _refuse_split_input(op)
@@ -124,6 +131,13 @@ def _refuse_split_input(module: ModuleOp) -> None:
                     f"%{value_name(v)} already lives on chip {chip_of(v.type)}: tp-split "
                     "takes an unsharded program",
                 )
+
+
+def _port_names(module: ModuleOp) -> list[str]:
+    """The names (``tp.name``) the entry function states for its arguments."""
+    fn = entry_function(module)
+    attrs = fn.arg_attrs.data if fn.arg_attrs else ()
+    return [n.data for a in attrs if isinstance(n := a.data.get(NAME_ATTR), StringAttr)]
 
 
 def _shape(v: SSAValue) -> tuple[int, ...]:
@@ -206,7 +220,7 @@ class _Splitter:
             if got is not None:
                 self.cut[arg] = Split(got.axis, _shape(arg)[got.axis], got.ranges)
         for entry in self.plan.entries:
-            if entry.pattern not in used:
+            if entry.pattern not in used and not entry.optional:
                 raise TpReject.PLAN_MISMATCH.at(
                     self.fn,
                     f"plan entry '{entry.pattern}' ({self.plan.source}) matches no argument of "
@@ -221,20 +235,27 @@ class _Splitter:
         )
 
     def visit(self, op: Operation) -> None:
+        captured: list[SSAValue] = []  # cut values read inside op's regions
         for inner in op.walk():
             if inner is op:
                 continue
             for v in inner.operands:
-                if v in self.cut or v in self.partial:
+                if v in self.partial or (v in self.cut and not isinstance(op, linalg.GenericOp)):
                     raise self.refuse(
                         inner, v, "a value used inside a region is not split: pass it in"
                     )
+                if v in self.cut and v not in captured:
+                    captured.append(v)
         if isinstance(op, func.ReturnOp):
             self.finish(op)
             return
         if any(v in self.partial for v in op.operands):
             op.operands = [self.sum(v) if v in self.partial else v for v in op.operands]
         if isinstance(op, func.CallOp) and self.call(op):
+            return
+        if captured:
+            assert isinstance(op, linalg.GenericOp)
+            split_gather(self, op, captured)  # an embedding lookup from a cut table
             return
         if not any(v in self.cut for v in op.operands):
             return  # the spine: every chip computes it whole
@@ -262,6 +283,10 @@ class _Splitter:
         return False
 
     # -- values ------------------------------------------------------------------------------
+
+    def chip_type(self, v: SSAValue, chip: int) -> TensorType:
+        """The whole value ``v``'s type as chip ``chip``'s."""
+        return _local(v.type, chip, None)
 
     def emit(self, op: Operation) -> Operation:
         assert self.here is not None
@@ -428,6 +453,10 @@ class _Splitter:
                 raise self.refuse(op, v, f"it is cut otherwise than %{value_name(first)}")
         assert loop is not None and first is not None
         cut = self.cut[first]
+        kind = argmax(op)
+        if kind is not None and kind.loop == loop:
+            split_argmax(self, op, first, kind)  # the greedy head over a cut vocab
+            return
         for inner in op.body.walk():
             if isinstance(inner, linalg.IndexOp) and inner.dim.value.data == loop:
                 raise self.refuse(

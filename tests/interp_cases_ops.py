@@ -715,9 +715,10 @@ func.func @main(%a: tensor<2x4xf32>, %s: f32) -> (f32, index, index, f32, tensor
     return [Case("bufferization, memref, vector", text, {"a": a, "s": s}, expected)]
 
 
-def maxloc_case() -> Case:
-    """``tp.maxloc`` over three chips: the largest value, and on a tie the smallest index
-    whichever chip holds it (chip 2 holds index 1 of row 1's tie, chip 0 index 7)."""
+def maxloc_kernel_case() -> Case:
+    """``tp.maxloc`` over three chips' given pairs: the largest value, and on a tie the
+    smallest index whichever chip holds it (chip 2 holds index 1 of row 1's tie, chip 0
+    index 7). Pairs that are no argmax's results: run, but refused by the certificate."""
     t = lambda c, e: f"tensor<2x{e}, #tp.chip<{c}>>"  # noqa: E731
     args = ", ".join(
         [f"%v{c}: {t(c, 'f32')}" for c in range(3)] + [f"%i{c}: {t(c, 'i64')}" for c in range(3)]
@@ -737,12 +738,67 @@ builtin.module attributes {{tp.chips = 3 : i64}} {{
     best = stacked_v.max(0)
     index = np.where(stacked_v == best, stacked_i, np.iinfo(np.int64).max).min(0)
     return Case(
-        "tp.maxloc",
+        "tp.maxloc kernel",
         text,
         inputs,
         [best, index],
         certified=False,
-        extra={"refused": "mixed-chips|leak-to-spine"},  # the certificate rule is not in yet
+        extra={"refused": r"chip 0.s pair .*not the two results of one argmax.*\[not-argmax\]"},
+    )
+
+
+MAXLOC_RUNS = ((0, 3), (3, 2), (5, 2))  # uneven runs of a 7-wide axis on three chips
+
+
+def maxloc_case() -> Case:
+    """A greedy token by ``tp.maxloc``: logits [2, 7] cut into uneven runs of the vocab
+    (`MAXLOC_RUNS`), each chip's argmax over its run (index offset by the run's start), the
+    pairs' maxloc: numpy's argmax of the whole row (row 1's maximum is on chips 0 and 2:
+    the first, as numpy picks)."""
+    full = "tensor<2x7xf32>"
+    body = """    %ninf = arith.constant 0xFF800000 : f32
+    %izero = arith.constant 0 : i64
+"""
+    for c, (start, n) in enumerate(MAXLOC_RUNS):
+        lt, vt, it = (
+            f"tensor<2x{n}xf32, #tp.chip<{c}>>",
+            f"tensor<2xf32, #tp.chip<{c}>>",
+            f"tensor<2xi64, #tp.chip<{c}>>",
+        )
+        body += f"""    %l{c} = tp.shard %logits at #tp.slice<axis = 1, ranges = [({start}, {n})], full = [2, 7]> : {full} -> {lt}
+    %me{c} = tensor.empty() : {vt}
+    %mi{c} = linalg.fill ins(%ninf : f32) outs(%me{c} : {vt}) -> {vt}
+    %ie{c} = tensor.empty() : {it}
+    %ii{c} = linalg.fill ins(%izero : i64) outs(%ie{c} : {it}) -> {it}
+    %v{c}, %i{c} = linalg.generic {{doc = "argmax", indexing_maps = [affine_map<(b, v) -> (b, v)>, affine_map<(b, v) -> (b)>, affine_map<(b, v) -> (b)>], iterator_types = ["parallel", "reduction"]}} ins(%l{c} : {lt}) outs(%mi{c}, %ii{c} : {vt}, {it}) {{
+    ^bb0(%x: f32, %m: f32, %k: i64):
+      %j = linalg.index 1 : index
+      %g = arith.index_cast %j : index to i64
+      %off = arith.constant {start} : i64
+      %gg = arith.addi %g, %off : i64
+      %gt = arith.cmpf ogt, %x, %m : f32
+      %nm = arith.select %gt, %x, %m : f32
+      %nk = arith.select %gt, %gg, %k : i64
+      linalg.yield %nm, %nk : f32, i64
+    }} -> {vt}, {it}
+"""
+    vts = ", ".join(f"tensor<2xf32, #tp.chip<{c}>>" for c in range(3))
+    its = ", ".join(f"tensor<2xi64, #tp.chip<{c}>>" for c in range(3))
+    text = f"""
+builtin.module attributes {{tp.chips = 3 : i64}} {{
+  func.func @main(%logits: {full}) -> (tensor<2xf32>, tensor<2xi64>) {{
+{body}    %v, %i = tp.maxloc %v0, %v1, %v2 indices %i0, %i1, %i2 : {vts} indices {its} -> tensor<2xf32>, tensor<2xi64>
+    func.return %v, %i : tensor<2xf32>, tensor<2xi64>
+  }}
+}}"""
+    logits = np.array(
+        [[0.5, -1.0, 2.0, 3.5, 1.0, -2.0, 3.0], [1.0, 4.0, 0.0, -3.0, 2.0, 4.0, 4.0]], F32
+    )
+    return Case(
+        "tp.maxloc",
+        text,
+        {"logits": logits},
+        [logits.max(1), np.argmax(logits, axis=1).astype(np.int64)],
     )
 
 
@@ -750,6 +806,7 @@ def op_cases() -> list[Case]:
     """Every case of this module."""
     return [
         maxloc_case(),
+        maxloc_kernel_case(),
         *tensor_cases(),
         *generic_cases(),
         *named_cases(),

@@ -32,7 +32,10 @@ exclude:
 * ``not-a-sum`` — a partial's contraction keeps the max of its products, or ignores its
   accumulator, instead of adding to it;
 * ``start-nonzero`` — a partial's contraction starts from a fill of 1 (or, where one is at
-  hand, from a spine value) instead of zeros: the all-reduce adds the start once per chip.
+  hand, from a spine value) instead of zeros: the all-reduce adds the start once per chip;
+* ``maxloc-offset`` / ``maxloc-last`` (in `MAXLOC_MUTATORS`: for modules holding a
+  ``tp.maxloc``) — a chip's argmax counts its index from one past its run's start, or keeps
+  the last maximum (``cmpf oge``) instead of the first.
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ from tp_dialect.analysis.folds import Fold, find_folds
 from tp_dialect.analysis.provenance import Provenance
 from tp_dialect.attrs import SliceAttr, chip_of, on_chip
 from tp_dialect.grid import stated_chips
+from tp_dialect.linalg_kinds import argmax
 from tp_dialect.ops import AllReduceOp, ShardOp, UnshardOp
 from tp_dialect.program_ops import ChipProgramOp
 from tp_dialect.signature import entry_function
@@ -610,6 +614,44 @@ MUTATORS: dict[str, Mutator] = {
 
 COVERAGE_KINDS = frozenset({"cross-slices", "reorder-ranges", "not-a-sum", "start-nonzero"})
 """Mutators that need an all-reduce over contractions of weight slices."""
+
+
+def _argmaxes(module: ModuleOp) -> list[linalg.GenericOp]:
+    """The module's argmax generics with a constant index offset, in walk order."""
+    return [
+        op
+        for op in module.walk()
+        if isinstance(op, linalg.GenericOp) and (form := argmax(op)) and form.offset is not None
+    ]
+
+
+def maxloc_offset(module: ModuleOp, rng: random.Random) -> str | None:
+    found = [
+        (op, add)
+        for op in _argmaxes(module)
+        for add in op.body.walk()
+        if isinstance(add, arith.AddiOp) and isinstance(add.rhs.owner, arith.ConstantOp)
+    ]
+    if not found:
+        return None
+    op, add = rng.choice(found)
+    start = argmax(op).offset  # type: ignore[union-attr]
+    const = arith.ConstantOp(IntegerAttr(start + 1, add.result.type))  # type: ignore[operator]
+    Rewriter.replace_op(add.rhs.owner, const)  # type: ignore[arg-type]
+    return f"an argmax counts its index from {start + 1}, its run starting at {start}"
+
+
+def maxloc_last(module: ModuleOp, rng: random.Random) -> str | None:
+    found = [c for op in _argmaxes(module) for c in op.body.walk() if isinstance(c, arith.CmpfOp)]
+    if not found:
+        return None
+    cmp = rng.choice(found)
+    Rewriter.replace_op(cmp, arith.CmpfOp(cmp.lhs, cmp.rhs, "oge"))
+    return "an argmax keeps the last maximum (oge)"
+
+
+MAXLOC_MUTATORS: dict[str, Mutator] = {"maxloc-offset": maxloc_offset, "maxloc-last": maxloc_last}
+"""What breaks a maxloc's pairs (for modules that hold one: the generated decoders hold none)."""
 
 FOLD_MUTATORS: dict[str, Mutator] = {"break-fold": break_fold, "swap-partial": swap_partial}
 """What breaks a fold of adds (a ring's rotated ones included): for modules that hold one

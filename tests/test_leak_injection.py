@@ -19,10 +19,11 @@ import random
 from dataclasses import replace
 
 import pytest
+from head_programs import head_program
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from ir_helpers import SETTINGS, apply, parse
-from leak_injection import COVERAGE_KINDS, MUTATORS
+from leak_injection import COVERAGE_KINDS, MAXLOC_MUTATORS, MUTATORS
 from programs import program, tiny_on
 from random_programs import programs
 from xdsl.dialects.builtin import ModuleOp
@@ -223,3 +224,31 @@ def test_the_digest_sees_structure_properties_apart_from_attributes_and_forward_
   }
 }"""
     assert digest(parse(outer)) != digest(parse(inner))
+
+
+@pytest.mark.parametrize("stage", ["source", "sectioned", "phased", "programs"])
+@pytest.mark.parametrize(("chips", "algorithm"), [(2, "fold"), (3, "oneshot")])
+@pytest.mark.parametrize("kind", sorted(MAXLOC_MUTATORS))
+def test_maxloc_injection_is_refused_at_every_stage(
+    stage: str, chips: int, algorithm: str, kind: str
+) -> None:
+    """A vocab-parallel head (V = 7: uneven runs) broken on a random chip's argmax, at each
+    stage: refused by the maxloc rule, by name."""
+    text = head_program(chips, hidden=2 * chips, vocab=7, layers=0)
+    passes = {
+        "source": "",
+        "sectioned": f"tp-relocate{{maxloc={algorithm}}},tp-transfers",
+        "phased": f"tp-relocate{{maxloc={algorithm}}},tp-transfers,tp-phase",
+        "programs": f"tp-relocate{{maxloc={algorithm}}},tp-transfers,tp-phase,"
+        "tp-link-points,tp-relay",
+    }[stage]
+    reason = r"\[slices-misaligned\]" if kind == "maxloc-offset" else r"\[not-argmax\]"
+    for seed in range(4):
+        module = parse(text)
+        if passes:
+            apply(module, passes)
+        check_obligation(module)  # sound before the injection
+        what = MAXLOC_MUTATORS[kind](module, random.Random(seed))
+        assert what is not None
+        with pytest.raises(TpDiagnostic, match=reason):
+            check_obligation(module)

@@ -286,6 +286,23 @@ def is_zeros(value: SSAValue) -> bool:
     return False
 
 
+def filled_with(value: SSAValue) -> float | None:
+    """The one number every element of ``value`` holds by how it is made — a ``linalg.fill``
+    of an ``arith.constant``, or a splat dense constant — else None (``tensor.empty``: its
+    contents are undefined)."""
+    owner = value.owner
+    if isinstance(owner, linalg.FillOp):
+        scalar = owner.inputs[0].owner
+        constant = isinstance(scalar, arith.ConstantOp)
+        if constant and isinstance(scalar.value, FloatAttr | IntegerAttr):
+            return float(scalar.value.value.data)
+        return None
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, DenseIntOrFPElementsAttr):
+        if owner.value.is_splat():
+            return float(owner.value.get_values()[0])
+    return None
+
+
 # -- argmax ----------------------------------------------------------------------------------
 
 

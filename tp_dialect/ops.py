@@ -11,7 +11,7 @@ statement's work on its chips), ``tp.yield``, ``tp.transfer`` (a copy between ch
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, TypeAlias
 
 from xdsl.dialects.builtin import (
     I64,
@@ -248,6 +248,16 @@ class AllReduceOp(IRDLOperation):
         """Whether the algorithm leaves the sum on every chip (`EVERY_CHIP`)."""
         return self.algorithm_name in self.EVERY_CHIP
 
+    @property
+    def lands_on_every_chip(self) -> bool:
+        """Whether the result is formed on every chip (`sums_on_every_chip`): the name every
+        collective answers by (`Collective`)."""
+        return self.sums_on_every_chip
+
+    def chip_operands(self) -> list[tuple[SSAValue, ...]]:
+        """What each chip brings, in chip order: its partial."""
+        return [(p,) for p in self.partials]
+
     def verify_(self) -> None:
         if self.algorithm_name not in self.ALGORITHMS:
             raise VerifyException(
@@ -317,6 +327,8 @@ class MaxLocOp(IRDLOperation):
     )
 
     ALGORITHMS: ClassVar[tuple[str, ...]] = ("fold", "oneshot")
+    EVERY_CHIP: ClassVar[tuple[str, ...]] = ("oneshot",)
+    """The algorithms whose result is formed on every chip (``fold`` forms it on chip 0)."""
 
     def __init__(
         self,
@@ -336,9 +348,18 @@ class MaxLocOp(IRDLOperation):
         """The algorithm forming the result (``fold`` when none is written)."""
         return "fold" if self.algorithm is None else self.algorithm.data
 
+    @property
+    def lands_on_every_chip(self) -> bool:
+        """Whether the algorithm forms the result on every chip (`EVERY_CHIP`)."""
+        return self.algorithm_name in self.EVERY_CHIP
+
     def pairs(self) -> list[tuple[SSAValue, SSAValue]]:
         """Each chip's (value, index), in chip order."""
         return list(zip(self.values, self.indices, strict=True))
+
+    def chip_operands(self) -> list[tuple[SSAValue, ...]]:
+        """What each chip brings, in chip order: its (value, index) pair."""
+        return list(self.pairs())
 
     def verify_(self) -> None:
         if self.algorithm_name not in self.ALGORITHMS:
@@ -383,6 +404,12 @@ class MaxLocOp(IRDLOperation):
                         f"'tp.maxloc' {what} #{c} {_describe(operand)} on chip {c} has type "
                         f"{operand.type}, which does not match the result {want}"
                     )
+
+
+Collective: TypeAlias = AllReduceOp | MaxLocOp
+"""A collective over every chip — one operand group per chip, each on its chip, the result
+the spine (`chip_operands`, ``algorithm_name``, `lands_on_every_chip`) — and, as an
+``isinstance`` class, the one place a new collective is listed."""
 
 
 @irdl_op_definition

@@ -43,6 +43,10 @@ class TpReject(Enum):
     """An all-reduce over reductions that are not sums from zero: a max, a body that does
     not add to its accumulator, or an accumulator that starts from something (the
     all-reduce would add it once per chip)."""
+    NOT_ARGMAX = "not-argmax"
+    """A ``tp.maxloc`` pair that is not the (largest value, index) of one argmax over the
+    chip's run of the axis, started from ``-inf`` and a common index: the collective would
+    not pick the argmax of the whole axis."""
     DUPLICATE_PROGRAM = "duplicate-program"
     """Two ``tp.chip_program`` ops for one chip."""
     LINK_TYPE = "link-type"

@@ -38,6 +38,8 @@ from tp_dialect.linalg_kinds import is_contraction, nbytes, reduced_size, reduce
 from tp_dialect.ops import (
     AllReduceOp,
     BarrierOp,
+    Collective,
+    MaxLocOp,
     SectionOp,
     ShardOp,
     TransferOp,
@@ -71,7 +73,7 @@ class OpClass(Enum):
     FILL = "fill"
     LOAD = "load"  # a chip's slice of a host tensor (tp.shard)
     STORE = "store"  # the host's store of chip tensors (tp.unshard)
-    COLLECTIVE = "collective"  # an all-reduce, a transfer, a link point, the host's copy
+    COLLECTIVE = "collective"  # an all-reduce, a maxloc, a transfer, a link point, a host copy
     SCALAR = "scalar"
     CONSTANT = "constant"
     OTHER = "other"  # an op tp does not know: no chip is assumed to have a kernel for it
@@ -117,7 +119,7 @@ def classify(op: Operation) -> OpClass:
         if not reduces(op):
             return OpClass.ELEMENTWISE
         return OpClass.MATMUL if is_contraction(op) else OpClass.REDUCTION
-    if isinstance(op, AllReduceOp | TransferOp | LinkOp | CopyOp):
+    if isinstance(op, Collective | TransferOp | LinkOp | CopyOp):
         return OpClass.COLLECTIVE  # tensors crossing between chips, over the chips' links
     if isinstance(op, ShardOp):
         return OpClass.LOAD
@@ -421,6 +423,10 @@ _FOLD = (
     "it would hold a collective's fold: the all-reduce over every chip would be lowered as a "
     "sum on the spine"
 )
+_MAXLOC = (
+    "it would hold a maxloc: the collective over every chip would be lowered as spine work, "
+    "hiding it from the runtime"
+)
 
 
 def _two_chips(owned: list[int]) -> str:
@@ -469,8 +475,10 @@ class TensorParallelShim:
           fold reduced onto that chip: tp-transfers brings every partial there, so the sum
           is formed where the section runs, and no collective is left to hide it from.
 
-        A fold or an all-reduce anywhere else in a fusion — in a candidate group of tp-fuse,
-        among other work, on the spine — is refused as before.
+        A section holding a ``tp.maxloc`` alone (tp-relocate's) is one op, answered by the
+        base shim like any collective. A fold, an all-reduce or a maxloc anywhere else in a
+        fusion — in a candidate group of tp-fuse, among other work, on the spine — is
+        refused as before (a maxloc never carries an epilogue).
         """
         ops = members(work)
         if len(ops) <= 1:
@@ -484,6 +492,8 @@ class TensorParallelShim:
                 return self.base.fits(work)
         if any(isinstance(op, AllReduceOp) or op in self.provenance.fold_of for op in ops):
             return _FOLD
+        if any(isinstance(op, MaxLocOp) for op in ops):
+            return _MAXLOC
         home = self.provenance.home
         placed = [frozenset(c for r in op.results for c in home(r)) for op in ops]
         owned = sorted(set().union(*placed))
@@ -519,7 +529,7 @@ class TensorParallelShim:
                 "all-reduce sums on chip 0"
             )
         if any(
-            isinstance(op, AllReduceOp | UnshardOp) or op in self.provenance.fold_of for op in rest
+            isinstance(op, Collective | UnshardOp) or op in self.provenance.fold_of for op in rest
         ):
             return "an epilogue holds no collective and no host store"
         if any(self.provenance.home(r) for op in rest for r in op.results):
@@ -539,6 +549,7 @@ class _TpFusion:
         self.base = fusion(tp.base, first)
         self.store = isinstance(first, UnshardOp)
         self.fold = isinstance(first, AllReduceOp) or first in tp.provenance.fold_of
+        self.maxloc = isinstance(first, MaxLocOp)
         placed = self._placed(first)
         self.owned, self.spine = set(placed), not placed
 
@@ -551,6 +562,8 @@ class _TpFusion:
             return _HOST_STORE
         if self.fold or isinstance(op, AllReduceOp) or op in self.tp.provenance.fold_of:
             return _FOLD
+        if self.maxloc or isinstance(op, MaxLocOp):
+            return _MAXLOC
         placed = self._placed(op)
         owned = sorted(self.owned | placed)
         if len(owned) > 1:

@@ -4,8 +4,8 @@ An outlined decoder (``tp-gen --outline``) is ``@decode`` calling ``@layer`` onc
 The lowering passes place the callee's statements ONCE, for every call, and keep the calls:
 
 - A function *holds chip work* when anything in it lives on or is placed on a chip: a value
-  or argument of a chip's type, a ``tp.shard``, ``tp.unshard`` or ``tp.allreduce``, a
-  section, transfer or barrier, or a call to a function that holds chip work.
+  or argument of a chip's type, a ``tp.shard``, ``tp.unshard``, ``tp.allreduce`` or
+  ``tp.maxloc``, a section, transfer or barrier, or a call to a function that holds chip work.
 - A call to such a function (a *lowered call*) is a bare statement of its caller: never
   wrapped in a ``tp.section`` — its callee holds the sections —, it stands alone in a phase
   of its caller (its callee's phases run in it, in order), and what crosses chips for it
@@ -49,6 +49,7 @@ from tp_dialect.names import value_name
 from tp_dialect.ops import (
     AllReduceOp,
     BarrierOp,
+    MaxLocOp,
     SectionOp,
     ShardOp,
     TransferOp,
@@ -57,7 +58,16 @@ from tp_dialect.ops import (
 from tp_dialect.program_ops import ChipProgramOp
 from tp_dialect.reject import TpReject
 
-_CHIP_OPS = (ShardOp, UnshardOp, AllReduceOp, SectionOp, TransferOp, BarrierOp, ChipProgramOp)
+_CHIP_OPS = (
+    ShardOp,
+    UnshardOp,
+    AllReduceOp,
+    MaxLocOp,
+    SectionOp,
+    TransferOp,
+    BarrierOp,
+    ChipProgramOp,
+)
 
 
 class ChipWork:

@@ -9,7 +9,8 @@ extracts from a captured table (`gathered_bytes`: the rows it looks up, not the 
 update writes only its slice. A ``func.call`` a section runs as one op (a call tp-relocate
 did not lower) costs its callee's statements (`call_cost`). `matmul_flops` counts the FLOPs of
 the products of two operands some work runs (the compute bound's). All-reduce data movement
-is costed by the model (transfers, or a ring collective's alpha-beta), its adds here.
+is costed by the model (transfers, or a ring collective's alpha-beta), its adds here; a
+maxloc's likewise (its pairs move by transfers), its compares here.
 
 What a generic is (domain, contraction) and a tensor's bytes come from `tp_dialect.linalg_kinds`;
 ``nbytes`` is re-exported here for the model and the passes that import it from this module.
@@ -32,7 +33,7 @@ from tp_dialect.analysis.values import callee
 from tp_dialect.attrs import SliceAttr
 from tp_dialect.dtypes import numpy_dtype
 from tp_dialect.linalg_kinds import contraction, domain_size, elements, is_contraction, nbytes
-from tp_dialect.ops import AllReduceOp, SectionOp, ShardOp, UnshardOp, YieldOp
+from tp_dialect.ops import AllReduceOp, MaxLocOp, SectionOp, ShardOp, UnshardOp, YieldOp
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,8 @@ def _leaf_cost(op: Operation) -> Cost:
     if isinstance(op, AllReduceOp):
         n = len(op.partials)
         return Cost((n - 1) * elements(op.result.type), (n + 1) * nbytes(op.result.type))
+    if isinstance(op, MaxLocOp):
+        return maxloc_cost(op.value.type, op.index.type, len(op.values))
     if isinstance(op, linalg.FillOp):
         return Cost(0, sum(nbytes(r.type) for r in op.results))
     reads = sum(nbytes(v.type) for v in op.operands)
@@ -308,6 +311,74 @@ def best_allreduce(
     time (ties go to the earlier candidate: the seed's fold first)."""
     times = {a: allreduce_time(a, result_type, n, machine) for a in candidates}
     return min(times, key=lambda a: (times[a], candidates.index(a))), times
+
+
+# -- maxloc algorithms -----------------------------------------------------------------------
+
+MAXLOC_ALGORITHMS = MaxLocOp.ALGORITHMS
+
+
+def maxloc_cost(value_type: Attribute, index_type: Attribute, n: int) -> Cost:
+    """The compares of one maxloc on the chip(s) forming it: per element and per pair after
+    the first, a compare of the values, one of the indices on a tie, and two selects; every
+    pair read, the result written."""
+    pair = nbytes(value_type) + nbytes(index_type)
+    return Cost(4 * (n - 1) * elements(value_type), (n + 1) * pair)
+
+
+def maxloc_link_time(
+    algorithm: str, pair: tuple[float, float], n: int, machine: Machine, back: tuple[int, ...]
+) -> float:
+    """The link time of one maxloc over ``n`` chips whose pair is ``pair`` (the value's
+    bytes, the index's): two small tensors a chip, so latency-bound. Exchanges run as the
+    dataflow mode runs them (`links`), each tensor its own transfer:
+
+    - ``fold``: every other chip's value and index into chip 0, then the result's two
+      tensors from chip 0 to the chips in ``back`` (those that read it: none for a greedy
+      token the host takes);
+    - ``oneshot``: every chip's value and index to every other chip (each forms the result).
+    """
+    if n <= 1:
+        return 0.0
+    moves = [(c, 0) for c in range(1, n)] if algorithm == "fold" else None
+    if algorithm == "oneshot":
+        moves = [(a, b) for a in range(n) for b in range(n) if a != b]
+    if moves is None:
+        raise ValueError(f"no maxloc algorithm '{algorithm}'")
+    time = exchange_time([(a, b, size) for a, b in moves for size in pair], n, machine)
+    if algorithm == "fold" and back:
+        time += exchange_time([(0, c, size) for c in back for size in pair], n, machine)
+    return time
+
+
+def maxloc_time(
+    algorithm: str,
+    value_type: Attribute,
+    index_type: Attribute,
+    n: int,
+    machine: Machine,
+    back: tuple[int, ...] = (),
+) -> float:
+    """Modelled time of one maxloc as per-chip programs run it: its link time
+    (`maxloc_link_time`; ``back``: the chips besides chip 0 that read the result) and its
+    compares (`maxloc_cost`: on chip 0, or on every chip at once — the same time)."""
+    pair = (float(nbytes(value_type)), float(nbytes(index_type)))
+    compute = maxloc_cost(value_type, index_type, n) if n > 1 else Cost()
+    link = maxloc_link_time(algorithm, pair, n, machine, back)
+    return link + max(compute.flops / machine.peak_flops, compute.bytes / machine.hbm_bandwidth)
+
+
+def best_maxloc(
+    value_type: Attribute,
+    index_type: Attribute,
+    n: int,
+    machine: Machine,
+    back: tuple[int, ...] = (),
+) -> tuple[str, dict[str, float]]:
+    """The maxloc algorithm with the least modelled time (`maxloc_time`), and every one's
+    time (a tie goes to ``fold``: fewer messages)."""
+    times = {a: maxloc_time(a, value_type, index_type, n, machine, back) for a in MAXLOC_ALGORITHMS}
+    return min(times, key=lambda a: (times[a], MAXLOC_ALGORITHMS.index(a))), times
 
 
 def split_axis(t: TensorType, n: int) -> SliceAttr | None:

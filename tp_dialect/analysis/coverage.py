@@ -54,6 +54,7 @@ from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 from xdsl.traits import IsTerminator, SymbolTable
 
+from tp_dialect.analysis.gather import check_lookups
 from tp_dialect.analysis.positions import (
     UNKNOWN,
     Axis,
@@ -70,12 +71,12 @@ from tp_dialect.attrs import chip_of
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.linalg_kinds import LoopView, is_zeros, loop_view, sums_each_point
 from tp_dialect.names import value_name
-from tp_dialect.ops import AllReduceOp, ShardOp, UnshardOp
+from tp_dialect.ops import Collective, ShardOp, UnshardOp
 from tp_dialect.reject import TpReject
 from tp_dialect.signature import BindError, entry_function, ports
 
 Calls = tuple[tuple[func.CallOp, func.FuncOp], ...]  # outermost first
-_MAX_CONTEXTS = 64  # call chains into one all-reduce's function; beyond: not provable
+MAX_CONTEXTS = 64  # call chains into one collective's function; beyond: not provable
 
 
 class Unproven(Exception):
@@ -115,7 +116,7 @@ class Claim:
     names: tuple[str, ...]  # per reduced loop: the value whose positions name it
 
 
-class _Tracer:
+class Tracer:
     """Follows values back through what hands data on unchanged, within call chains."""
 
     def __init__(self, sends: dict[str, SSAValue]) -> None:
@@ -220,8 +221,8 @@ def _reduction(op: Operation) -> bool:
 
 def _moves(op: Operation) -> bool:
     """Ops through which data flows moved or changed but not summed over chips: everything
-    but a reduction, a shard, an all-reduce and a host store."""
-    return not isinstance(op, ShardOp | AllReduceOp | UnshardOp) and not _reduction(op)
+    but a reduction, a shard, a collective and a host store."""
+    return not isinstance(op, ShardOp | Collective | UnshardOp) and not _reduction(op)
 
 
 def _data_operands(op: Operation) -> Iterator[SSAValue]:
@@ -231,7 +232,7 @@ def _data_operands(op: Operation) -> Iterator[SSAValue]:
             yield from inner.operands  # what a region op's regions hand out
 
 
-def _through_views(value: SSAValue, calls: Calls, tracer: _Tracer) -> tuple[SSAValue, Calls]:
+def _through_views(value: SSAValue, calls: Calls, tracer: Tracer) -> tuple[SSAValue, Calls]:
     """``value`` seen through static ``tensor.extract_slice``s of it (a two-shot all-reduce's
     reduce-scatter sums one slice of every partial): what they slice. Which part of the
     result the partial then holds is its positions (the same on every chip: rule 4)."""
@@ -249,7 +250,7 @@ def _runs(p: AxisPos) -> str:
     return f"{held} of {p.full}"
 
 
-def claim(partial: SSAValue, tracer: _Tracer, chip: int, calls: Calls = ()) -> Claim | None:
+def claim(partial: SSAValue, tracer: Tracer, chip: int, calls: Calls = ()) -> Claim | None:
     """What chip ``chip``'s ``partial`` sums (rules 1–3 of the module docstring), None when it
     derives from no reduction; raises Unproven when it breaks a rule."""
     value, calls = tracer.exact(partial, calls)
@@ -352,7 +353,7 @@ def _unaligned(
 
 
 def _shards(
-    op: Operation, view: LoopView, tracer: _Tracer, calls: Calls, chip: int
+    op: Operation, view: LoopView, tracer: Tracer, calls: Calls, chip: int
 ) -> Iterator[ContractedSlice]:
     """The shards of entry-function arguments that ``op`` reads directly along the cut of
     one of its reduced loops (rule 6)."""
@@ -376,7 +377,7 @@ def claim_of(
 ) -> Claim | None:
     """What chip ``chip``'s ``partial`` of the all-reduce at ``at`` sums (`claim`), traced
     afresh; raises Unproven when the partial breaks a rule."""
-    return claim(partial, _Tracer(solver.sends_in(at)), chip, calls)
+    return claim(partial, Tracer(solver.sends_in(at)), chip, calls)
 
 
 def contracted_slices(
@@ -407,7 +408,7 @@ class ModuleIndex:
                     self.callers.setdefault(callee, []).append(op)
         self.entry: func.FuncOp | None = None
         self._names: list[str] | None = None
-        self._tracers: dict[Operation | None, _Tracer] = {}
+        self._tracers: dict[Operation | None, Tracer] = {}
         try:
             self.entry = entry_function(root)  # type: ignore[arg-type]
         except BindError:  # no single entry function: arguments are their own weights
@@ -424,11 +425,11 @@ class ModuleIndex:
                 raise TpDiagnostic(self.entry, str(err)) from None
         return self._names[index]
 
-    def tracer(self, at: Operation, solver: Solver) -> _Tracer:
+    def tracer(self, at: Operation, solver: Solver) -> Tracer:
         """The tracer for all-reduces in the function holding ``at``."""
         scope = _function_of(at)
         if scope not in self._tracers:
-            self._tracers[scope] = _Tracer(solver.sends_in(at))
+            self._tracers[scope] = Tracer(solver.sends_in(at))
         return self._tracers[scope]
 
 
@@ -447,11 +448,11 @@ def check_coverage(
     the module docstring, in any call chain reaching it. ``index``: the module's
     `ModuleIndex`, when several all-reduces are checked."""
     index = index or ModuleIndex(at.get_toplevel_object())
-    contexts = _call_chains(at, index)
+    contexts = call_chains(at, index)
     if contexts is None:
         raise TpReject.SLICES_GAP.at(
             at,
-            f"the all-reduce is reached by more than {_MAX_CONTEXTS} call chains: which "
+            f"the all-reduce is reached by more than {MAX_CONTEXTS} call chains: which "
             "slices its partials sum cannot be proven",
         )
     tracer = index.tracer(at, solver)
@@ -460,7 +461,7 @@ def check_coverage(
 
 
 def _check(
-    partials: Sequence[SSAValue], at: Operation, tracer: _Tracer, calls: Calls, index: ModuleIndex
+    partials: Sequence[SSAValue], at: Operation, tracer: Tracer, calls: Calls, index: ModuleIndex
 ) -> None:
     claims: list[tuple[int, SSAValue, Claim | None]] = []
     for position, partial in enumerate(partials):
@@ -475,6 +476,8 @@ def _check(
             ) from None
     made = [(c, p, k) for c, p, k in claims if k is not None]
     if not made:
+        # no sum over part of an axis: a sum of the chips' lookups in a cut table, or no claim
+        check_lookups(partials, at, lambda v: tracer.exact(v, calls)[0])
         return
     for c, p, k in claims:
         if k is None:
@@ -632,9 +635,9 @@ def _weight_key(weight: SSAValue, index: ModuleIndex) -> object:
     return weight
 
 
-def _call_chains(at: Operation, index: ModuleIndex) -> list[Calls] | None:
+def call_chains(at: Operation, index: ModuleIndex) -> list[Calls] | None:
     """Every chain of calls from an uncalled function into the function holding ``at``
-    (one empty chain when nothing calls it); None beyond _MAX_CONTEXTS."""
+    (one empty chain when nothing calls it); None beyond MAX_CONTEXTS."""
     f = _function_of(at)
     if f is None:
         return [()]
@@ -643,7 +646,7 @@ def _call_chains(at: Operation, index: ModuleIndex) -> list[Calls] | None:
     chains: list[Calls] = []
 
     def up(fn: func.FuncOp, suffix: Calls, active: frozenset[func.FuncOp]) -> bool:
-        if len(chains) > _MAX_CONTEXTS:
+        if len(chains) > MAX_CONTEXTS:
             return False
         if not callers.get(fn):
             chains.append(suffix)
@@ -657,4 +660,4 @@ def _call_chains(at: Operation, index: ModuleIndex) -> list[Calls] | None:
                 return False
         return True
 
-    return chains if up(f, (), frozenset({f})) and len(chains) <= _MAX_CONTEXTS else None
+    return chains if up(f, (), frozenset({f})) and len(chains) <= MAX_CONTEXTS else None

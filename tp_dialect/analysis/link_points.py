@@ -2,11 +2,12 @@
 
 Chip c's program is the sections it runs, in program order (a spine section on every chip,
 a chip section on its chip, the seed's all-reduce on chip 0 where it folds, a oneshot one on
-every chip; host stores run on the host; a twoshot or ring all-reduce once tp-transfers has
-spelled it as sections and transfers). For each tensor that crosses (`transfers`), its sender
-halts after the section that stores it and its receiver before the first section that loads
-it — except before the first section: that receive is the host's to place before the chip
-starts (halt 0). Halts at one boundary are one LinkPoint; they come in program order.
+every chip, a maxloc likewise; host stores run on the host; a twoshot or ring all-reduce once
+tp-transfers has spelled it as sections and transfers). For each tensor that crosses
+(`transfers`), its sender halts after the section that stores it and its receiver before the
+first section that loads it — except before the first section: that receive is the host's to
+place before the chip starts (halt 0). Halts at one boundary are one LinkPoint; they come in
+program order.
 
 In an outlined program a lowered call (`tp_dialect.analysis.calls`) is a step of every chip's
 program (each calls its own part of the callee, a per-chip function): it reads each operand
@@ -29,7 +30,7 @@ from tp_dialect.analysis.cost import split_axis
 from tp_dialect.analysis.touch import collective, reads_where, statements
 from tp_dialect.analysis.transfers import call_reads, transfers
 from tp_dialect.names import value_name
-from tp_dialect.ops import AllReduceOp, SectionOp, TransferOp, UnshardOp
+from tp_dialect.ops import AllReduceOp, MaxLocOp, SectionOp, TransferOp, UnshardOp
 from tp_dialect.reject import TpReject
 
 
@@ -62,6 +63,8 @@ def runs_on(section: SectionOp | CallOp, n_chips: int = 0) -> tuple[int, ...]:
     coll = collective(section)
     if isinstance(coll, UnshardOp):
         return ()
+    if isinstance(coll, MaxLocOp):  # on chip 0 (fold), or every chip picks for itself
+        return (0,) if coll.algorithm_name == "fold" else section.chip_list
     if isinstance(coll, AllReduceOp):
         algorithm = coll.algorithm_name
         if algorithm == "fold":

@@ -24,7 +24,9 @@ A module meets it when, with every value's `Placement` (analysis/provenance.py):
 - per-chip programs fit together (`analysis/programs.py`: one program a chip, each buffer sent
   once and received as the type it was sent as, never by its own sender);
 - an all-reduce whose partials are contractions over ``tp.shard`` slices of one weight sums
-  slices that are disjoint and cover the contracted axis.
+  slices that are disjoint and cover the contracted axis (`analysis/coverage.py`);
+- a ``tp.maxloc`` takes one argmax per chip, each over its own run of one axis, offset by
+  the run's start, the runs disjoint and covering the axis (`analysis/maxloc.py`).
 
 `check_obligation` raises the first violation, in program order (the contents of a region
 before the op holding it), as a `TpReject` diagnostic naming the op, the value and the chip —
@@ -48,6 +50,7 @@ from tp_dialect.analysis.call_summary import Summaries
 from tp_dialect.analysis.calls import ChipWork
 from tp_dialect.analysis.chip_calls import flat_copy, has_chip_calls
 from tp_dialect.analysis.coverage import ModuleIndex, check_coverage
+from tp_dialect.analysis.maxloc import check_maxloc
 from tp_dialect.analysis.programs import check_programs
 from tp_dialect.analysis.provenance import Provenance, Solver, join
 from tp_dialect.analysis.touch import captured
@@ -58,6 +61,8 @@ from tp_dialect.names import value_name
 from tp_dialect.ops import (
     AllReduceOp,
     BarrierOp,
+    Collective,
+    MaxLocOp,
     SectionOp,
     TransferOp,
     UnshardOp,
@@ -115,6 +120,8 @@ def check_obligation(module: ModuleOp) -> Provenance:
     for op in module.walk():
         if isinstance(op, AllReduceOp):
             check_coverage(op.partials, op, prov.top, index)
+        elif isinstance(op, MaxLocOp):
+            check_maxloc(op, prov.top, index)
         elif op in prov.fold_sums:
             check_coverage(prov.fold_of[op].partials, op, prov.top, index)
     return prov
@@ -325,7 +332,7 @@ def _check_residency(
             values = list(op.values)
         _check_program_io(solver, op, program, values, f"{what} by chip {program.chip_index}")
         return
-    if isinstance(op, (AllReduceOp, UnshardOp, SectionOp, *_PASSING)) or op in prov.fold_of:
+    if isinstance(op, (Collective, UnshardOp, SectionOp, *_PASSING)) or op in prov.fold_of:
         return  # a collective (or a valid fold of adds) reads each partial where it lives
     where = _where(op)
     if where is None:

@@ -12,18 +12,37 @@ module relative to the base model: it matches a weight port named ``<prefix.>mod
 - ``packed_colwise``: the output features are ``parts`` blocks packed side by side (GPT-2's
   ``c_attn`` holds q, k, v; a fused ``gate_up_proj`` two), each block cut in N: chip c's slice
   is ``parts`` ranges;
+- ``colwise_gather_output`` / ``colwise_rep`` (an LM head): cut as ``colwise``; the output
+  is gathered where it is needed whole (a returned value by ``tp.unshard``, a greedy argmax
+  by ``tp.maxloc``);
+- ``embedding_rowwise``: an embedding table ``[rows, features]`` cut by rows; each chip looks
+  up the ids it holds, the chips' lookups summed by one all-reduce;
 - ``replicate`` / ``replicated`` / ``replicated_with_grad_allreduce``: every chip reads the
   whole tensor (the spine).
 
+``colwise``, ``rowwise`` and ``packed_colwise`` cut N equal runs (N must divide the axis, as
+vLLM's parallel linears require). The vocab styles (``embedding_rowwise``,
+``colwise_gather_output``, ``colwise_rep``) cut a vocabulary, whose size a tokenizer fixes:
+chip c holds ``ceil(V/N)`` rows, the last chip the rest (torch's ``Shard`` and transformers'
+split), so no padded row is loaded and no padded logit masked; N > V, or an N that would
+leave a chip no row, is refused.
+
 An entry is a style string, or an object ``{"style": ..., "layout": "out_in" | "in_out",
-"parts": k}``: ``layout`` says how the weight is stored — ``out_in`` (a Linear, the default)
-or ``in_out`` (GPT-2's Conv1D) — so no axis is guessed from a name.
+"parts": k, "optional": true}``: ``layout`` says how a projection's weight is stored —
+``out_in`` (a Linear, the default) or ``in_out`` (GPT-2's Conv1D) — so no axis is guessed
+from a name; ``optional`` lets the entry match no argument (the LM head of a model whose head
+is its tied embedding; Qwen3's q/k norms in the plan every Llama-family model shares).
+
+`hf_plan` is the plan transformers builds for a ``*ForCausalLM`` of a ``model_type``: the
+config's ``base_model_tp_plan``, the class's ``_tp_plan`` (``lm_head``) and the embedding,
+shipped as data (``plans/llama.json``, ``plans/gpt2_lm.json``).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 
@@ -33,12 +52,26 @@ STYLES = (
     "colwise",
     "rowwise",
     "packed_colwise",
+    "colwise_gather_output",
+    "colwise_rep",
+    "embedding_rowwise",
     "replicate",
     "replicated",
     "replicated_with_grad_allreduce",
 )
 _REPLICATED = ("replicate", "replicated", "replicated_with_grad_allreduce")
+_HEAD = ("colwise_gather_output", "colwise_rep")  # colwise, cut unevenly, output gathered
+_UNEVEN = (*_HEAD, "embedding_rowwise")  # the styles that cut a vocabulary
 LAYOUTS = ("out_in", "in_out")
+
+# transformers' model_type -> the shipped plan of its *ForCausalLM (`hf_plan`).
+HF_PLANS = {
+    "llama": "llama",
+    "mistral": "llama",
+    "qwen2": "llama",
+    "qwen3": "llama",
+    "gpt2": "gpt2_lm",
+}
 
 
 class PlanError(ValueError):
@@ -62,6 +95,7 @@ class Entry:
     style: str
     layout: str = "out_in"
     parts: int = 1
+    optional: bool = False
 
     @property
     def replicated(self) -> bool:
@@ -93,10 +127,18 @@ class Entry:
         if self.replicated:
             return None
         param = name.rsplit(".", 1)[-1]
+        if self.style == "embedding_rowwise":
+            if len(shape) != 2:
+                return (
+                    f"plan entry '{self.pattern}' (embedding_rowwise) matches '{name}' of rank "
+                    f"{len(shape)}: an embedding table has rank 2 ([rows, features])"
+                )
+            return _ceil(0, shape[0], chips, name)
+        cut = _ceil if self.style in _UNEVEN else _even
         if len(shape) == 1:
             if self.style == "rowwise":
                 return None  # a row-split projection's bias is added once, after the sum
-            return _even(0, shape[0], chips, self.parts, name)
+            return cut(0, shape[0], chips, name, self.parts)
         if len(shape) != 2:
             return (
                 f"plan entry '{self.pattern}' ({self.style}) matches '{name}' of rank "
@@ -104,11 +146,11 @@ class Entry:
             )
         out_axis, in_axis = (0, 1) if self.layout == "out_in" else (1, 0)
         if self.style == "rowwise":
-            return _even(in_axis, shape[in_axis], chips, 1, name)
-        return _even(out_axis, shape[out_axis], chips, self.parts, name)
+            return _even(in_axis, shape[in_axis], chips, name)
+        return cut(out_axis, shape[out_axis], chips, name, self.parts)
 
 
-def _even(axis: int, size: int, chips: int, parts: int, name: str) -> Cut | str:
+def _even(axis: int, size: int, chips: int, name: str, parts: int = 1) -> Cut | str:
     """``parts`` equal blocks of ``size``, each cut into ``chips`` equal runs."""
     if size % (parts * chips):
         what = f"{parts} packed blocks of " if parts > 1 else ""
@@ -121,6 +163,26 @@ def _even(axis: int, size: int, chips: int, parts: int, name: str) -> Cut | str:
     return Cut(
         axis, tuple(tuple((p * block + c * run, run) for p in range(parts)) for c in range(chips))
     )
+
+
+def _ceil(axis: int, size: int, chips: int, name: str, parts: int = 1) -> Cut | str:
+    """``size`` cut into one run per chip, chip c holding ``ceil(size/chips)`` elements and
+    the last chip the rest; why not, when ``chips`` exceeds ``size`` or leaves a chip none."""
+    assert parts == 1  # only packed_colwise packs, and it cuts evenly
+    if chips > size:
+        return (
+            f"{chips} chips exceed the {size} rows of axis {axis} of '{name}': every chip "
+            "must hold at least one"
+        )
+    run = -(-size // chips)
+    last = size - (chips - 1) * run
+    if last <= 0:
+        empty = next(c for c in range(chips) if c * run >= size)
+        return (
+            f"{chips} chips over the {size} rows of axis {axis} of '{name}' leave chip {empty} "
+            f"none: each holds ceil({size}/{chips}) = {run}, the last the rest"
+        )
+    return Cut(axis, tuple(((c * run, min(run, size - c * run)),) for c in range(chips)))
 
 
 @dataclass(frozen=True)
@@ -136,6 +198,46 @@ class TpPlan:
             if entry.matches(name):
                 return entry
         return None
+
+
+def hf_plan(model_type: str) -> TpPlan:
+    """The plan transformers builds for the ``*ForCausalLM`` of ``model_type`` (its config's
+    ``base_model_tp_plan``, the class's ``_tp_plan`` and the embedding), as shipped."""
+    if model_type not in HF_PLANS:
+        raise PlanError(
+            f"no Hugging Face plan for model_type '{model_type}' (supported: "
+            f"{', '.join(sorted(HF_PLANS))})"
+        )
+    return load_plan(HF_PLANS[model_type])
+
+
+def hf_plan_for(names: Iterable[str]) -> TpPlan:
+    """``plan=hf``: the Hugging Face plan of the family whose embedding is among ``names``
+    (a program's port names: ``model.embed_tokens.weight`` or ``transformer.wte.weight``)."""
+    names = list(names)
+    for family in sorted(set(HF_PLANS.values())):
+        plan = load_plan(family)
+        embeddings = [e for e in plan.entries if e.style == "embedding_rowwise"]
+        if any(e.matches(n) for e in embeddings for n in names):
+            # As transformers applies it: an entry naming a module the model lacks (a
+            # projection of a part the program leaves out) is unused, not an error.
+            entries = tuple(
+                e if e.style == "embedding_rowwise" else replace(e, optional=True)
+                for e in plan.entries
+            )
+            return TpPlan(entries, f"plan 'hf' ({family})")
+    wanted = sorted(
+        {
+            f"{e.pattern}.weight"
+            for family in set(HF_PLANS.values())
+            for e in load_plan(family).entries
+            if e.style == "embedding_rowwise"
+        }
+    )
+    raise PlanError(
+        "plan=hf: the program has no Hugging Face embedding port (one of "
+        f"{', '.join(wanted)}): give a plan file or a shipped plan's name"
+    )
 
 
 def shipped_plans() -> list[str]:
@@ -180,17 +282,24 @@ def _entry(pattern: str, value: object, source: str) -> Entry:
         value = {"style": value}
     if not isinstance(value, dict):
         raise PlanError(f"{where}: a style string or an object with 'style'")
-    unknown = sorted(set(value) - {"style", "layout", "parts"})
+    unknown = sorted(set(value) - {"style", "layout", "parts", "optional"})
     if unknown:
-        raise PlanError(f"{where}: unknown key '{unknown[0]}' (keys: style, layout, parts)")
+        raise PlanError(
+            f"{where}: unknown key '{unknown[0]}' (keys: style, layout, parts, optional)"
+        )
     style, layout = value.get("style"), value.get("layout", "out_in")
     parts = value.get("parts", 2 if style == "packed_colwise" else 1)
+    optional = value.get("optional", False)
     if style not in STYLES:
         raise PlanError(f"{where}: style {json.dumps(style)} is not one of {', '.join(STYLES)}")
     if layout not in LAYOUTS:
         raise PlanError(f"{where}: layout {json.dumps(layout)} is not one of {', '.join(LAYOUTS)}")
+    if "layout" in value and style == "embedding_rowwise":
+        raise PlanError(f"{where}: embedding_rowwise takes no 'layout' (a table is [rows, cols])")
     if not isinstance(parts, int) or isinstance(parts, bool) or not 1 <= parts <= 64:
         raise PlanError(f"{where}: parts must be a whole number from 1 to 64")
     if parts != 1 and style != "packed_colwise":
         raise PlanError(f"{where}: only packed_colwise takes 'parts'")
-    return Entry(pattern, str(style), str(layout), parts)
+    if not isinstance(optional, bool):
+        raise PlanError(f"{where}: optional must be true or false")
+    return Entry(pattern, str(style), str(layout), parts, optional)

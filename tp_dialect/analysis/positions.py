@@ -25,7 +25,7 @@ where there are some) names the loop's positions; parts that do not correspond m
 operands of every contraction an all-reduce sums.
 
 The analysis follows values through what hands them on unchanged (sections, programs, links,
-casts, copies, calls: `coverage._Tracer`) and is computed on demand, each value once, without
+casts, copies, calls: `coverage.Tracer`) and is computed on demand, each value once, without
 recursion (a chain of thousands of ops is a loop, not a stack).
 """
 
@@ -45,7 +45,7 @@ from xdsl.ir.affine import AffineDimExpr
 
 from tp_dialect.attrs import chip_of
 from tp_dialect.linalg_kinds import LoopView, index_loops, loop_view
-from tp_dialect.ops import AllReduceOp, ShardOp, UnshardOp
+from tp_dialect.ops import Collective, ShardOp, UnshardOp
 
 
 class Mark(Enum):
@@ -270,8 +270,8 @@ def _rules(
         dense = op.value
         splat = isinstance(dense, DenseIntOrFPElementsAttr) and dense.is_splat()
         return (ANY,) * len(shape) if splat else whole(value)
-    if isinstance(op, AllReduceOp | UnshardOp):
-        return whole(value)  # the sum, a host output: whole on the spine
+    if isinstance(op, Collective | UnshardOp):
+        return whole(value)  # a collective's result, a host output: whole on the spine
     if isinstance(op, ShardOp):
         return _shard(op, get(op.source))
     if isinstance(op, tensor.ExtractSliceOp):

@@ -7,8 +7,9 @@ indices and ``i1``s, memrefs and vectors, block arguments, values captured by re
 results of nested regions and of calls, casts through any type — and it includes control
 dependence: everything computed inside a region op (a condition's ``scf.if``, a loop's
 bounds, a ``linalg.generic``'s operands) carries the chips of that op's operands, and the op's
-results carry those and whatever its regions yield. Only two ops clear chips: ``tp.allreduce``
-and the last add of the seed's fold when it is a valid all-reduce; every other op joins.
+results carry those and whatever its regions yield. Only the collectives over every chip clear
+chips: ``tp.allreduce``, ``tp.maxloc`` and the last add of the seed's fold when it is a valid
+all-reduce; every other op joins.
 
 Calls are followed into the callee, once per distinct placement of the arguments (context
 sensitive); a call with no body to follow, or recursion, is *opaque*. An op that writes
@@ -56,7 +57,7 @@ from tp_dialect.attrs import chip_of
 from tp_dialect.grid import chips_in, stated_chips
 from tp_dialect.names import value_name
 from tp_dialect.op_guards import cast_meaning
-from tp_dialect.ops import AllReduceOp, SectionOp, UnshardOp
+from tp_dialect.ops import Collective, SectionOp, UnshardOp
 from tp_dialect.program_ops import ChipProgramOp, LinkOp, RelayOp
 from tp_dialect.reject import TpReject
 
@@ -388,8 +389,8 @@ class Solver:
                 sent = join(self.placement(v) for v in self.sent.get((_function_of(op), name), ()))
                 self._set(res, sent | ctx, out)
             return out
-        if isinstance(op, AllReduceOp) or op in self.prov.fold_sums:
-            for res in op.results:  # the sum over every chip: the spine
+        if isinstance(op, Collective) or op in self.prov.fold_sums:
+            for res in op.results:  # a collective over every chip: the spine
                 self._set(res, ctx, out)
             return out
         if isinstance(op, UnshardOp):
@@ -570,9 +571,9 @@ class Provenance:
 
     def runs_everywhere(self, op: Operation) -> bool:
         """Whether the statement ``op`` runs on every chip (`statement_chips` lists them
-        all): an all-reduce, a fold's add, or spine work (nothing it binds lives on a chip).
+        all): a collective, a fold's add, or spine work (nothing it binds lives on a chip).
         Answered without building that list."""
-        if isinstance(op, AllReduceOp) or op in self.fold_of:
+        if isinstance(op, Collective) or op in self.fold_of:
             return True
         if isinstance(op, UnshardOp):
             return False
@@ -580,11 +581,11 @@ class Provenance:
 
     def statement_chips(self, op: Operation) -> list[int]:
         """The chips a statement runs on: where what it binds lives (`home`: scalars
-        included); every chip for the spine, an all-reduce or a fold's add; a host store's
+        included); every chip for the spine, a collective or a fold's add; a host store's
         parts' chips. Raises MIXED_CHIPS when what it binds lives on several chips. The
         list of every chip is built only for a statement that runs on every chip: N is what
         the input states, and a chip statement costs nothing per chip of the grid."""
-        if isinstance(op, AllReduceOp) or op in self.fold_of:
+        if isinstance(op, Collective) or op in self.fold_of:
             return list(range(self.n_chips))
         if isinstance(op, UnshardOp):
             return sorted({c for p in op.parts for c in self.home(p)})

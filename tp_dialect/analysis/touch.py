@@ -19,7 +19,8 @@ algorithm adds it — on chip 0 for the seed's ``fold`` (so partials cross to ch
 for ``ring`` (its exchange is inside the collective), on every chip for ``oneshot`` (and for a
 ``twoshot`` not yet expanded into its reduce-scatter and all-gather by tp-transfers) — and
 writes the sum on chip 0 (``fold``: other chips get it by transfer) or on every chip. A
-``tp.unshard`` section (the host's storing map) reads part c on chip c.
+``tp.maxloc`` section reads pair c likewise: on chip 0 (``fold``) or on every chip
+(``oneshot``). A ``tp.unshard`` section (the host's storing map) reads part c on chip c.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from xdsl.traits import SymbolTable
 
 from tp_dialect.analysis.values import defined_within
 from tp_dialect.attrs import chip_of
-from tp_dialect.ops import AllReduceOp, BarrierOp, SectionOp, TransferOp, UnshardOp, YieldOp
+from tp_dialect.ops import BarrierOp, Collective, SectionOp, TransferOp, UnshardOp, YieldOp
 
 Key = tuple[SSAValue, int]  # (storage, chip)
 
@@ -134,11 +135,11 @@ def _in_caller(value: SSAValue, calls: list[CallOp]) -> Iterator[SSAValue]:
     yield value
 
 
-def collective(section: SectionOp) -> AllReduceOp | UnshardOp | None:
-    """The all-reduce a section starts with (the spine work after it, if any, is its fused
-    epilogue), or the host store it holds alone."""
+def collective(section: SectionOp) -> Collective | UnshardOp | None:
+    """The collective a section starts with (an all-reduce or a maxloc; the spine work after
+    it, if any, is its fused epilogue), or the host store it holds alone."""
     ops = [op for op in section.body.block.ops if not isinstance(op, YieldOp)]
-    if ops and isinstance(ops[0], AllReduceOp):
+    if ops and isinstance(ops[0], Collective):
         return ops[0]
     if len(ops) == 1 and isinstance(ops[0], UnshardOp):
         return ops[0]
@@ -165,20 +166,22 @@ def reads_where(
     values only (what may have to cross), or host values too with ``hosts`` (for ordering)."""
     chips = section.chip_list
     coll = collective(section)
-    if isinstance(coll, AllReduceOp):
+    if isinstance(coll, Collective):
         algorithm = coll.algorithm_name
-        for c, partial in enumerate(coll.partials):
-            if hosts or not is_host_value(partial):
+        for c, operands in enumerate(coll.chip_operands()):
+            for operand in operands:
+                if not hosts and is_host_value(operand):
+                    continue
                 if algorithm == "fold":
-                    yield partial, 0
+                    yield operand, 0
                 elif algorithm == "ring":
-                    yield partial, c
-                else:  # every chip adds every partial itself
+                    yield operand, c
+                else:  # every chip combines every chip's operands itself
                     for reader in chips:
-                        yield partial, reader
-        partials = set(coll.partials)
+                        yield operand, reader
+        inputs = set(coll.operands)
         for value in captured(section):  # a fused epilogue's reads, on every chip
-            if value not in partials and (hosts or not is_host_value(value)):
+            if value not in inputs and (hosts or not is_host_value(value)):
                 for c in chips:
                     yield value, c
         return
@@ -196,7 +199,7 @@ def reads_where(
 def write_chips(section: SectionOp, n_chips: int) -> tuple[int, ...]:
     """The chips on which a section's results are stored."""
     coll = collective(section)
-    if isinstance(coll, AllReduceOp) and coll.algorithm_name == "fold":
+    if isinstance(coll, Collective) and coll.algorithm_name == "fold":
         return (0,)
     return section.chip_list
 

@@ -24,7 +24,7 @@ from tp_dialect.analysis.touch import collective, is_constant, statements
 from tp_dialect.analysis.values import origin
 from tp_dialect.grid import stated_chips
 from tp_dialect.names import value_name
-from tp_dialect.ops import AllReduceOp, SectionOp, TransferOp, UnshardOp
+from tp_dialect.ops import AllReduceOp, Collective, SectionOp, TransferOp, UnshardOp
 from tp_dialect.program_ops import ChipProgramOp
 from tp_dialect.runtime.timeline import Slice
 from tp_dialect.signature import entry_function
@@ -117,14 +117,15 @@ def section_time(
     section: SectionOp, machine: Machine, n: int, cost: Cost | None = None
 ) -> tuple[float, str]:
     """How long ``section`` takes on each of its chips, and its kind: ``compute``, or
-    ``collective`` for an all-reduce (its adds, plus a ``ring``'s link time: the ring
-    exchanges inside the collective, so no transfer shows it). ``cost``: its `op_cost`, if
-    already known."""
+    ``collective`` for an all-reduce or a maxloc (its adds or compares, plus a ``ring``'s
+    link time: the ring exchanges inside the collective, so no transfer shows it; every
+    other algorithm's data moves by transfers). ``cost``: its `op_cost`, if already
+    known."""
     coll = collective(section)
     compute = (cost or op_cost(section)).time(machine)
-    if isinstance(coll, AllReduceOp):
+    if isinstance(coll, Collective):
         link = 0.0
-        if coll.algorithm_name == "ring":
+        if isinstance(coll, AllReduceOp) and coll.algorithm_name == "ring":
             link = allreduce_link_time("ring", nbytes(coll.result.type), n, machine)
         return compute + link, "collective"
     return compute, "compute"
@@ -171,14 +172,14 @@ def is_host(value: SSAValue, func: FuncOp) -> bool:
 
 def placed_sections(func: FuncOp) -> Iterator[tuple[SectionOp, tuple[int, ...]]]:
     """Every section of ``func`` with the chips that run it: a top-level section on its
-    chips (an all-reduce the seed folds on chip 0 only; a host store on none), a section of
-    chip c's program on chip c."""
+    chips (an all-reduce the seed folds on chip 0 only, a fold maxloc too; a host store on
+    none), a section of chip c's program on chip c."""
     for op in func.body.block.ops:
         if isinstance(op, SectionOp):
             coll = collective(op)
             if isinstance(coll, UnshardOp):
                 yield op, ()
-            elif isinstance(coll, AllReduceOp) and coll.algorithm_name == "fold":
+            elif isinstance(coll, Collective) and coll.algorithm_name == "fold":
                 yield op, (0,)
             else:
                 yield op, op.chip_list
