@@ -116,6 +116,9 @@ def test_prefill_then_decode_equal_the_reference(
         ("qwen3", {"attention_bias": True, "num_key_value_heads": 8}),
         ("llama", {"num_key_value_heads": 2, "rope_theta": 500.0, "rms_norm_eps": 1e-3}),
         ("gpt2", {"n_inner": 96, "layer_norm_epsilon": 1e-3}),
+        # f16 checkpoints, widened where read
+        ("qwen3", {"dtype": "float16"}),
+        ("gpt2", {"dtype": "float16", "tie_word_embeddings": False}),
     ],
 )
 def test_configs_the_families_state(

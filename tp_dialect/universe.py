@@ -8,10 +8,13 @@ from xdsl.context import Context
 from xdsl.dialects import get_all_dialects
 
 from tp_dialect.dialect import TP
+from tp_dialect.generic_results import accept_parenthesised_results
 
 
 def register_tp(ctx: Context) -> None:
-    """Make the tp dialect parseable in ``ctx`` (idempotent)."""
+    """Make the tp dialect parseable in ``ctx`` (idempotent), and linalg.generic's several
+    results as xDSL prints them (`accept_parenthesised_results`)."""
+    accept_parenthesised_results()
     if "tp" not in ctx.registered_dialect_names:
         ctx.register_dialect("tp", lambda: TP)
 

@@ -8,6 +8,8 @@
 // RUN: not tp-gen --from-pretrained %S/Inputs/hf/unknown_field 2>&1 | filecheck %s --check-prefix=FIELD
 // RUN: not tp-gen --from-pretrained %S/Inputs/hf/qwen3 --chips 3 2>&1 | filecheck %s --check-prefix=CHIPS
 // RUN: not tp-gen --from-pretrained %S/Inputs/hf/nowhere 2>&1 | filecheck %s --check-prefix=NODIR
+// The argmax's two results read back as tp-opt prints them (-> (f32s, i64s)).
+// RUN: tp-gen --from-pretrained %S/Inputs/hf/gpt2 --max-positions 8 | tp-opt | tp-opt | filecheck %s --check-prefix=ROUNDTRIP
 
 // CHECK-LABEL: builtin.module attributes {tp.chips = 1 : i64, tp.config = {batch = 2 : i64, {{.*}}family = "llama", {{.*}}kind = "decode", {{.*}}model_type = "qwen3"
 // CHECK: func.func private @layer(%hidden_states: tensor<2x1x64xf32>, %position: i64, %rope_cos: tensor<1x8xf32>, %rope_sin: tensor<1x8xf32>, %input_layernorm.weight: tensor<64xf32>
@@ -54,6 +56,8 @@
 // WINDOW: %keep = arith.cmpi sle, %m, %p : index
 // WINDOW-NEXT: %lo = arith.subi %p, %window : index
 // WINDOW-NEXT: %near = arith.cmpi sgt, %m, %lo : index
+
+// ROUNDTRIP: } -> (tensor<1xf32>, tensor<1xi64>)
 
 // FIELD: tp-gen: error: config field 'attn_logit_softcapping' of model_type 'llama' is not understood: it may change the numbers, so tp refuses it rather than ignore it
 // CHIPS: tp-gen: error: num_attention_heads (8) is not divisible by --chips 3

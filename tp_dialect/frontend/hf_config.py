@@ -11,12 +11,12 @@ activation other than the family's, a ``rope_scaling`` type other than none, ``l
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from tp_dialect.frontend.blocks import GenError
+from tp_dialect.jsonfile import parse_json, read_json_text
 
 # Fields that change no number of a greedy forward pass, whatever their value.
 HARMLESS = frozenset(
@@ -61,20 +61,21 @@ DTYPES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
 
 
 def read_config(directory: str | Path) -> dict[str, Any]:
-    """``directory/config.json`` as a dict. Raises GenError (one line) when the directory
-    or the file cannot be read or is not a JSON object."""
+    """``directory/config.json`` as a dict, read within `MAX_JSON_BYTES`. Raises GenError
+    (one line) when the directory or the file cannot be read or is not a JSON object."""
     path = Path(directory) / "config.json"
     if not Path(directory).is_dir():
         raise GenError(f"cannot read model directory '{directory}': not a directory")
-    try:
-        fields = json.loads(path.read_text())
-    except OSError as err:
-        raise GenError(f"cannot read '{path}': {err.strerror or err}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise GenError(f"'{path}' is not valid JSON: {err}") from None
+    text = read_json_text(str(path), "model config", GenError)
+    fields = parse_json(text, str(path), "a model config is a JSON object", "field", GenError)
     if not isinstance(fields, dict):
         raise GenError(f"'{path}' does not hold a JSON object")
     return fields
+
+
+def max_positions(config: Mapping[str, Any], key: str, default: int) -> int:
+    """The longest position a config states (``key``), the default P of a step."""
+    return Fields(config, {key: default}).integer(key)
 
 
 class Fields:

@@ -18,7 +18,7 @@ from xdsl.ir import Attribute
 
 from tp_dialect.frontend import gpt2_lm, llama
 from tp_dialect.frontend.blocks import GenError, config_fields
-from tp_dialect.frontend.hf_config import read_config
+from tp_dialect.frontend.hf_config import max_positions, read_config
 from tp_dialect.frontend.lm import Step
 
 
@@ -51,7 +51,7 @@ ENTRIES: tuple[Entry, ...] = (
             "num_key_value_heads": m.kv_heads,
             "intermediate_size": m.intermediate,
         },
-        default_positions=lambda c: int(c.get("max_position_embeddings") or 2048),
+        default_positions=lambda c: max_positions(c, "max_position_embeddings", 2048),
     ),
     Entry(
         name="gpt2_lm",
@@ -61,7 +61,7 @@ ENTRIES: tuple[Entry, ...] = (
         from_attr=gpt2_lm.from_attr,
         plan="gpt2_lm",
         divided=lambda m: {"n_head": m.heads, "n_inner": m.intermediate},
-        default_positions=lambda c: int(c.get("n_positions") or 1024),
+        default_positions=lambda c: max_positions(c, "n_positions", 1024),
     ),
 )
 
