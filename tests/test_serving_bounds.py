@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import hf_models
+import numpy as np
 import pytest
 from xdsl.dialects.builtin import ModuleOp
 
@@ -24,7 +25,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 # y[b, o] = sum_k x[b, k] * w[o, k] (2 x 4 outputs over 8 terms) and a sum of squares
 # s[b] = sum_k x[b, k]^2 (a norm's: one operand, not a product of two).
 MATMUL_AND_NORM = """
-builtin.module {
+builtin.module attributes {tp.chips = 1 : i64} {
   func.func @f(%x: tensor<2x8xf32>, %w: tensor<4x8xf32>) -> (tensor<2x4xf32>, tensor<2xf32>) {
     %zero = arith.constant 0.0 : f32
     %e = tensor.empty() : tensor<2x4xf32>
@@ -169,3 +170,38 @@ def test_model_of_a_whole_model_step_runs_its_layers(tmp_path: Path) -> None:
     machine = replace(SN40L, peak_flops=1e9)
     report, _ = model_modes(module, machine, ["sequential"])["sequential"]
     assert report.step_time >= tiny_flops(16) / 1e9
+
+
+@pytest.mark.parametrize("algorithm", ["twoshot", "ring"])
+def test_outlined_programs_count_each_sliced_all_reduce_once(algorithm: str) -> None:
+    """Per-chip programs calling per-chip @layer functions, each all-reduce spelled as N
+    folds of 1/N slices: the bound counts one all-reduce per sum — two a layer, as the flat
+    program does — not one per slice (the bug that doubled a prefill's link time at N = 2)."""
+    from tp_dialect.frontend.qwen3 import Qwen3Config, generate
+    from tp_dialect.passes.universe import lowered
+    from tp_dialect.runtime.model.bounds import allreduces
+    from tp_dialect.signature import entry_function
+
+    cfg = Qwen3Config.preset("tiny", layers=3, chips=2)
+    module = parsed(generate(cfg, outline=True))
+    spec = f"tp-relocate{{allreduce={algorithm}}},tp-transfers,tp-link-points"
+    outlined = lowered(module, spec)
+    flat = lowered(module, f"tp-inline,{spec}")
+    assert len(allreduces(entry_function(flat))) == 2 * 3
+    assert allreduces(entry_function(outlined)) == allreduces(entry_function(flat))
+
+
+def test_the_physical_bound_reads_the_rows_an_embedding_gathers(tmp_path: Path) -> None:
+    """The tiny qwen3's decode step (f32, 32 positions) on one chip moves, by hand: every
+    weight but the embedding table whole, the one row of the table its token looks up, every
+    layer's key and value caches read whole and one entry of each written, the token id read
+    (input_ids [1, 1] i64) and next_ids [1] i64 written."""
+    path = whole_model(tmp_path, "decode", 1)
+    report, _ = model_modes(parsed(path.read_text()), SN40L, ["sequential"])["sequential"]
+    cfg = hf_models.config_for("qwen3")
+    shapes = hf_models.expected_tensors(cfg)
+    h, layers = cfg["hidden_size"], cfg["num_hidden_layers"]
+    kv, hd, p = cfg["num_key_value_heads"], cfg["head_dim"], 32
+    weights = sum(np.prod(s) for name, s in shapes.items() if "embed_tokens" not in name)
+    caches = layers * 2 * (kv * p * hd + kv * 1 * hd)
+    assert report.physical.hbm_bytes == [4 * (weights + h + caches) + 8 + 8]

@@ -29,7 +29,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from tp_dialect.analysis.links import exchange_time
 from tp_dialect.analysis.machine import Machine
-from tp_dialect.analysis.values import callee
+from tp_dialect.analysis.values import callee, walk_calls
 from tp_dialect.attrs import SliceAttr
 from tp_dialect.dtypes import numpy_dtype
 from tp_dialect.linalg_kinds import contraction, domain_size, elements, is_contraction, nbytes
@@ -184,19 +184,26 @@ def call_cost(call: CallOp, _path: tuple[FuncOp, ...] = ()) -> Cost:
     return total
 
 
-def matmul_flops(op: Operation, _path: tuple[FuncOp, ...] = ()) -> float:
+def matmul_flops(op: Operation) -> float:
     """The FLOPs of the products of two operands ``op`` runs: 2 per multiply-add of every
     contraction in it whose two factors differ (projections, attention, the head; a norm's sum
-    of squares left out), calls followed into their callees (a recursive call's once)."""
+    of squares left out), a call's callee run once per call (`values.walk_calls`)."""
     total = 0.0
     for inner in op.walk():
-        if isinstance(inner, linalg.GenericOp):
-            found = contraction(inner)
-            if found is not None and found.factors[0] != found.factors[1]:
-                total += 2 * domain_size(inner)
-        elif isinstance(inner, CallOp) and (f := callee(inner)) is not None and f not in _path:
-            total += matmul_flops(f, (*_path, f))
+        if isinstance(inner, CallOp) and (f := callee(inner)) is not None:
+            total += sum(_product_flops(o) for o, _ in walk_calls(f))
+        else:
+            total += _product_flops(inner)
     return total
+
+
+def _product_flops(op: Operation) -> float:
+    """2 x the domain of a contraction of two different factors, else 0."""
+    if isinstance(op, linalg.GenericOp):
+        found = contraction(op)
+        if found is not None and found.factors[0] != found.factors[1]:
+            return 2.0 * domain_size(op)
+    return 0.0
 
 
 # -- all-reduce algorithms ------------------------------------------------------------------

@@ -58,7 +58,14 @@ from tp_dialect.analysis.machine import Machine
 from tp_dialect.analysis.manifest import Collective, one_per_sum, read_manifest
 from tp_dialect.analysis.programs import programs
 from tp_dialect.analysis.touch import storage
-from tp_dialect.analysis.values import origin, sent_values, visible
+from tp_dialect.analysis.values import (
+    callee,
+    origin,
+    origin_through,
+    sent_values,
+    visible,
+    walk_calls,
+)
 from tp_dialect.attrs import chip_of
 from tp_dialect.grid import stated_chips
 from tp_dialect.ops import AllReduceOp, SectionOp, ShardOp, UnshardOp
@@ -139,14 +146,23 @@ def _scope(op: Operation) -> str | None:
 
 
 def _sizes(found: list[Collective], sends: dict[str, SSAValue]) -> list[int]:
-    """The bytes of each distinct sum among ``found`` (copies merged as the manifest does)."""
-    sizes = []
+    """The bytes of each distinct sum among ``found`` (copies merged as the manifest does;
+    the 1/N slices of a two-shot or ring all-reduce, each folded on its own, are one sum of
+    the partials they were cut from, as `allreduces` counts them)."""
+    sizes: dict[frozenset[SSAValue], int] = {}
     for coll in one_per_sum(found, sends):
-        root = origin(coll.partials[0], sends) if coll.partials else visible(coll.result)
-        if isinstance(root.owner, tensor.ExtractSliceOp):
-            root = origin(root.owner.source, sends)
-        sizes.append(nbytes(root.type))
-    return sizes
+        roots = [_unsliced(origin(p, sends), sends) for p in coll.partials]
+        if not roots:
+            roots = [_unsliced(visible(coll.result), sends)]
+        sizes.setdefault(frozenset(roots), nbytes(roots[0].type))
+    return list(sizes.values())
+
+
+def _unsliced(root: SSAValue, sends: dict[str, SSAValue]) -> SSAValue:
+    """The value a slice was cut from (``tensor.extract_slice``), else ``root``."""
+    if isinstance(root.owner, tensor.ExtractSliceOp):
+        return origin(root.owner.source, sends)
+    return root
 
 
 def _root(runs: Runs, frame: Frame, partial: SSAValue, sends: dict[str, SSAValue]) -> Ref:
@@ -383,28 +399,40 @@ def _accesses(section: SectionOp) -> list[Access]:
     block argument, a shard or a call's result; an in-place write reads only the new entry),
     and how many of their bytes it reads: None for all of them, or a gather's rows
     (`cost.gathered_bytes`: a ``tensor.extract`` in a generic's body of a table it
-    captures)."""
+    captures). A call the section runs as one op (a call tp-relocate did not lower) does
+    what its callee's ops do, their arguments its operands (`values.walk_calls`)."""
     found: list[Access] = []
-    for inner in section.walk():
-        if isinstance(inner, VIEWS):
+    for op in section.walk():
+        if not isinstance(op, CallOp) or (f := callee(op)) is None:
+            found += _access(op, ())
             continue
-        if isinstance(inner, tensor.ExtractOp) and isinstance(
-            gather := inner.parent_op(), linalg.GenericOp
-        ):
-            if _may_be_held(inner.tensor):
-                rows = min(nbytes(inner.tensor.type), gathered_bytes(gather))
-                found.append((None, 0, [inner.tensor], rows))
-            continue
-        operands = list(inner.operands)
-        dest: SSAValue | None = None
-        entry = 0
-        if isinstance(inner, tensor.InsertSliceOp):
-            operands.remove(inner.dest)
-            dest, entry = inner.dest, nbytes(inner.source.type)
-        kept = [v for v in operands if _may_be_held(v)]
-        if dest is not None or kept:
-            found.append((dest, entry, kept, None))
+        for inner, calls in walk_calls(f):
+            found += _access(inner, (op, *calls))
     return found
+
+
+def _access(op: Operation, calls: tuple[CallOp, ...]) -> list[Access]:
+    """`_accesses` of one op run through ``calls`` (outermost first): its values in the
+    terms of the function the first call is in (none when it reads no host data)."""
+    if isinstance(op, VIEWS) or (calls and isinstance(op, CallOp | ReturnOp)):
+        return []  # a followed call's ops are its callee's; its return hands values back
+
+    def outer(value: SSAValue) -> SSAValue:
+        return origin_through(storage(value), calls) if calls else value
+
+    if isinstance(op, tensor.ExtractOp) and isinstance(gather := op.parent_op(), linalg.GenericOp):
+        table = outer(op.tensor)
+        if not _may_be_held(table):
+            return []
+        return [(None, 0, [table], min(nbytes(op.tensor.type), gathered_bytes(gather)))]
+    operands = list(op.operands)
+    dest: SSAValue | None = None
+    entry = 0
+    if isinstance(op, tensor.InsertSliceOp):
+        operands.remove(op.dest)
+        dest, entry = outer(op.dest), nbytes(op.source.type)
+    kept = [v for v in map(outer, operands) if _may_be_held(v)]
+    return [(dest, entry, kept, None)] if dest is not None or kept else []
 
 
 def _may_be_held(value: SSAValue) -> bool:
