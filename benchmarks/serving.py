@@ -84,7 +84,7 @@ def main(chip_counts: tuple[int, ...] = (1, 2, 4, 8)) -> None:
     for n, reports in rows:
         cells = []
         for r in reports:
-            kind = "compute" if r.bound.binding == "compute-bound" else "HBM"
+            kind = r.bound.binding.removesuffix("-bound")
             cells.append(
                 f"{_ms(r.step_time)} | {_ms(r.bound.seconds)} ({kind}) | "
                 f"{r.step_time / r.bound.seconds:.2f}x"

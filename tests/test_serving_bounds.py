@@ -79,11 +79,14 @@ def test_compute_bound_of_a_split_program_sums_the_chips_by_hand() -> None:
 
 
 def test_the_step_bound_is_the_larger_and_names_it() -> None:
-    compute, physical = ComputeBound(3.0, 1.0, 1), PhysicalBound(seconds=2.0)
-    assert StepBound(compute, physical).seconds == 3.0
-    assert StepBound(compute, physical).binding == "compute-bound"
-    assert StepBound(ComputeBound(1.0), physical).seconds == 2.0
-    assert StepBound(ComputeBound(1.0), physical).binding == "HBM-bound"
+    """max(compute, physical); the physical bound names its larger part (HBM or links)."""
+    hbm = PhysicalBound(seconds=2.0, hbm_s=1.5, link_s=0.5)
+    link = PhysicalBound(seconds=2.0, hbm_s=0.5, link_s=1.5)
+    assert StepBound(ComputeBound(3.0), hbm).seconds == 3.0
+    assert StepBound(ComputeBound(3.0), hbm).binding == "compute-bound"
+    assert StepBound(ComputeBound(1.0), hbm).seconds == 2.0
+    assert StepBound(ComputeBound(1.0), hbm).binding == "HBM-bound"
+    assert StepBound(ComputeBound(1.0), link).binding == "link-bound"
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,8 @@ same partials is one all-reduce of the whole tensor.
   out), summed over the chips — a split contraction's slices add up to the unsharded one's.
   No schedule beats it: every chip computes at most ``peak_flops``.
 - The step's bound (`StepBound`) is the larger of the compute bound and the physical bound,
-  and names the one that binds: ``compute-bound`` (a long prefill) or ``HBM-bound`` (decode).
+  and names what binds: ``compute-bound`` (a long prefill on few chips), else the physical
+  bound's larger part, ``HBM-bound`` (decode) or ``link-bound`` (all-reduce link time).
 
 A gather (an embedding's ``tensor.extract`` of a captured table in a generic's body) reads
 the rows it looks up, not the table (`cost.gathered_bytes`).
@@ -388,8 +389,12 @@ class StepBound:
 
     @property
     def binding(self) -> str:
-        """``compute-bound`` when the compute bound is the larger, else ``HBM-bound``."""
-        return "compute-bound" if self.compute.seconds > self.physical.seconds else "HBM-bound"
+        """``compute-bound`` when the compute bound is the larger; else the physical bound's
+        larger part: ``HBM-bound`` (its HBM time) or ``link-bound`` (its all-reduces' least
+        link time: a long prefill's activations over slow links)."""
+        if self.compute.seconds > self.physical.seconds:
+            return "compute-bound"
+        return "link-bound" if self.physical.link_s > self.physical.hbm_s else "HBM-bound"
 
 
 def _accesses(section: SectionOp) -> list[Access]:
