@@ -90,20 +90,26 @@ def test_the_step_bound_is_the_larger_and_names_it() -> None:
 
 
 @pytest.mark.parametrize(
-    ("peak", "binding"), [(SN40L.peak_flops, "HBM-bound"), (1e6, "compute-bound")]
+    ("fields", "binding"),
+    [
+        ({}, "link-bound"),
+        ({"link_latency": 0.0, "link_bandwidth": 1e15}, "HBM-bound"),
+        ({"peak_flops": 1e6}, "compute-bound"),
+    ],
 )
-def test_the_report_names_the_binding_bound(peak: float, binding: str) -> None:
-    """The MLP on sn40l moves bytes far slower than it computes (HBM-bound); on a chip of
-    1 MFLOP/s its 768 FLOPs take 384 us a chip (compute-bound). Summary and JSON say which,
-    the step no faster than the bound in either case."""
-    machine = replace(SN40L, peak_flops=peak)
+def test_the_report_names_the_binding_bound(fields: dict[str, float], binding: str) -> None:
+    """The MLP's 768 FLOPs, ~1.5 KB a chip and one all-reduce: on sn40l the all-reduce's
+    5 us latency outweighs the rest (link-bound); on instant links the HBM time does; on a
+    chip of 1 MFLOP/s its 384 FLOPs a chip take 384 us (compute-bound). Summary and JSON say
+    which, the step no faster than the bound in each case."""
+    machine = replace(SN40L, **fields)
     module = parsed((EXAMPLES / "megatron_mlp.mlir").read_text())
     report, _ = model_modes(module, machine, ["phase"])["phase"]
     data = report.to_json()
     assert data["binding"] == binding and binding in report.summary()
-    expected = max(768 / (2 * peak), report.physical.seconds)
-    assert data["step_bound_s"] == pytest.approx(expected)
-    assert data["compute_bound_s"] == pytest.approx(768 / (2 * peak))
+    compute = 768 / (2 * machine.peak_flops)
+    assert data["compute_bound_s"] == pytest.approx(compute)
+    assert data["step_bound_s"] == pytest.approx(max(compute, report.physical.seconds))
     assert report.step_time >= report.bound.seconds
 
 
@@ -131,16 +137,23 @@ def tiny_flops(tokens: int, positions: int = 32, batch: int = 1) -> int:
     return cfg["num_hidden_layers"] * layer + 2 * batch * v * h
 
 
+@pytest.mark.parametrize("chips", [1, 2])
 @pytest.mark.parametrize(("step", "tokens"), [("prefill", 16), ("decode", 1)])
 def test_a_whole_model_step_is_no_faster_than_its_bound(
-    tmp_path: Path, step: str, tokens: int
+    tmp_path: Path, step: str, tokens: int, chips: int
 ) -> None:
-    """The tiny qwen3's prefill of 16 tokens and its decode step: the FLOPs counted by hand,
-    and in every mode the modelled step is no faster than max(compute, physical)."""
-    path = whole_model(tmp_path, step, tokens)
+    """The tiny qwen3's prefill of 16 tokens and its decode step, unsharded and split over 2
+    chips by the HF plan: the FLOPs counted by hand (the split's chips add up to the
+    unsharded count), and in every mode the modelled step is no faster than
+    max(compute, physical)."""
+    path = whole_model(tmp_path, step, tokens, chips)
     module = parsed(path.read_text())
-    for mode, (report, _) in model_modes(module, SN40L, ["sequential", "phase"]).items():
+    modes = ["sequential", "phase"] if chips == 1 else ["phase", "dataflow"]
+    for mode, (report, _) in model_modes(module, SN40L, modes, "auto").items():
         assert report.compute.flops == tiny_flops(tokens), mode
+        assert report.compute.seconds == pytest.approx(
+            tiny_flops(tokens) / (chips * SN40L.peak_flops)
+        )
         assert report.step_time >= report.bound.seconds > 0, mode
         assert report.step_time >= report.compute.seconds, mode
 
