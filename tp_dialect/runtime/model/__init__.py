@@ -4,9 +4,9 @@ Invariant: `model` runs one simulation over the shared core and fills one `Model
 same way whatever the mode: the chips' memories (`memory`: one model for sectioned and
 per-chip programs — what each chip holds, what is live, every read checked), the split of the
 step's time into compute + communication + idle (`report.decompose`, from the mode's
-timeline), and the bounds (`bounds`: the seed's lower bound, the physical
-bound, the compute bound). The
-simulations differ only in how they order the same work:
+timeline), and the bounds (`bounds`: the seed's lower bound, the physical bound, the compute
+bound and the step's bound, the larger of the last two). The simulations differ only in how
+they order the same work:
 
 - ``sequential`` (`phase`): a sectioned program's statements one after another;
 - ``phase`` (`phase`): phase by phase, each as long as its longest statement plus a barrier;

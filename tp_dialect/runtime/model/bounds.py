@@ -1,8 +1,8 @@
 """Bounds on a modelled step: what no schedule of the program can beat.
 
-Invariant: both bounds read only the program's data (shards, arguments, results, all-reduces)
-and the machine, the same at every stage of lowering, so a mode's ratio to them compares
-schedules, not stages. All-reduces are counted one per sum (`allreduces`): a copy per chip
+Invariant: every bound reads only the program's data (shards, arguments, results, all-reduces,
+contractions) and the machine, the same at every stage of lowering, so a mode's ratio to them
+compares schedules, not stages. All-reduces are counted one per sum (`allreduces`): a copy per chip
 program is one all-reduce, and a two-shot all-reduce spelled as N folds of 1/N slices of the
 same partials is one all-reduce of the whole tensor.
 
@@ -313,11 +313,14 @@ def physical_bound(
                 chip = chip_of(part.type)
                 for c in range(n) if chip is None else (chip,):
                     written[c] += nbytes(part.type)  # a spine output: every chip stores one
-    for c in range(n):  # a table read whole and gathered from is read once, whole
-        for key, rows in gathered[c].items():
-            if key not in read[c]:
-                written[c] += min(rows, held[c][key].bytes)
-    moved = [written[c] + sum(held[c][key].bytes for key in read[c]) for c in range(n)]
+    # A table gathered from reads its rows (at most itself); one also read whole, once whole.
+    rows_read = [
+        sum(min(rows, held[c][k].bytes) for k, rows in gathered[c].items() if k not in read[c])
+        for c in range(n)
+    ]
+    moved = [
+        written[c] + rows_read[c] + sum(held[c][key].bytes for key in read[c]) for c in range(n)
+    ]
     sizes = allreduces(func, runs) if sizes is None else sizes
     link = sum(least_allreduce_link_time(b, n, machine) for b in sizes)
     hbm = max(moved, default=0.0) / machine.hbm_bandwidth
