@@ -207,7 +207,10 @@ def test_qwen3_config_without_family_regenerates_its_unsharded_program(
 def test_unknown_family_is_refused() -> None:
     attr = program(tiny()).attributes["tp.config"]
     assert isinstance(attr, DictionaryAttr)
-    with pytest.raises(GenError, match="unknown model family 'llama'"):
+    with pytest.raises(GenError, match="unknown model family 'phi3'"):
+        unsharded_text(DictionaryAttr({**attr.data, "family": StringAttr("phi3")}))
+    # a whole model's family (the registry's) with a decode stack's fields: refused, named
+    with pytest.raises(GenError, match="does not describe a Llama-family step: no 'kind'"):
         unsharded_text(DictionaryAttr({**attr.data, "family": StringAttr("llama")}))
 
 

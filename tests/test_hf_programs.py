@@ -17,6 +17,7 @@ from hf_reference import Reference, load_tensors
 from tp_dialect.frontend.registry import read_model
 from tp_dialect.runtime.reference import run_program
 from tp_dialect.tools.source import parse_module
+from tp_dialect.tools.tp_gen import split_text
 from tp_dialect.universe import tp_context
 
 P = 24  # cache positions: the longest prompt (16) plus the decode steps
@@ -24,17 +25,21 @@ DECODE_STEPS = 3
 
 
 @functools.cache
-def _program(directory: str, kind: str, tokens: int, batch: int) -> Any:
-    """The parsed step program (cached: the tests share a decode program per model)."""
+def _program(directory: str, kind: str, tokens: int, batch: int, chips: int = 1) -> Any:
+    """The parsed step program (cached: the tests share a decode program per model); over
+    ``chips`` > 1, tp-gen's split of it by the family's HF plan."""
     model = read_model(directory)
     text = model.write(model.step(kind, tokens, batch, P, logits=True))
+    if chips > 1:
+        text = split_text(text, chips, model.entry.plan)
     module, _ = parse_module(tp_context(), text, f"<{kind}>")
     return module
 
 
-def check_against_reference(directory: Path, batch: int, length: int) -> None:
-    """Prefill then DECODE_STEPS decode steps, each step's next ids and logits equal to the
-    reference's on the same tokens (ids exactly, logits within 1e-4 relative)."""
+def check_against_reference(directory: Path, batch: int, length: int, chips: int = 1) -> None:
+    """Prefill then DECODE_STEPS decode steps (over ``chips``), each step's next ids and
+    logits equal to the reference's on the same tokens (ids exactly, logits within 1e-4
+    relative)."""
     d = str(directory)
     model = read_model(d)
     ref = Reference(d)
@@ -43,8 +48,8 @@ def check_against_reference(directory: Path, batch: int, length: int) -> None:
         # the program reads the tied head from the embedding: no lm_head port
         weights.pop("lm_head.weight", None)
     prompt = hf_models.prompt_ids(model.model.vocab, batch, length)
-    prefill = _program(d, "prefill", length, batch)
-    decode = _program(d, "decode", 1, batch)
+    prefill = _program(d, "prefill", length, batch, chips)
+    decode = _program(d, "decode", 1, batch, chips)
     caches: dict[str, np.ndarray] = {}
     for name, shape in _cache_shapes(model, batch).items():
         caches[name] = np.zeros(shape, np.float32)

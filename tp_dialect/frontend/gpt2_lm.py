@@ -126,7 +126,9 @@ def from_attr(attr: Attribute) -> tuple[GPT2Model, Step]:
     try:
         step = {k: fields.pop(k) for k in ("kind", "tokens", "batch", "max_positions", "logits")}
         return GPT2Model(**fields), Step(**step)  # type: ignore[arg-type]
-    except (TypeError, KeyError) as err:
+    except KeyError as err:
+        raise GenError(f"tp.config does not describe a GPT-2 step: no {err}") from None
+    except TypeError as err:
         raise GenError(f"tp.config does not describe a GPT-2 step: {err}") from None
 
 

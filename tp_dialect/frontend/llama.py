@@ -158,7 +158,9 @@ def from_attr(attr: Attribute) -> tuple[LlamaModel, Step]:
     """The model and step a generated module recorded in ``tp.config``."""
     try:
         return LlamaModel.from_fields(config_fields(attr))
-    except (TypeError, KeyError) as err:
+    except KeyError as err:
+        raise GenError(f"tp.config does not describe a Llama-family step: no {err}") from None
+    except TypeError as err:
         raise GenError(f"tp.config does not describe a Llama-family step: {err}") from None
 
 
