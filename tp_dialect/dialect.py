@@ -22,6 +22,9 @@ from tp_dialect.program_ops import (
     RelayRepeatOp,
     RunToOp,
 )
+from tp_dialect.xdsl_compat import accept_parenthesized_results
+
+accept_parenthesized_results()  # tp's argmax has two results: read back what is printed
 
 TP = Dialect(
     "tp",
