@@ -4,16 +4,19 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 
 import hf_models
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from xdsl.dialects.builtin import ModuleOp
 
 from tp_dialect.analysis.machine import MACHINES
-from tp_dialect.runtime.model import ComputeBound, PhysicalBound, StepBound
+from tp_dialect.runtime.model import ComputeBound, PhysicalBound, StepBound, model
 from tp_dialect.tools import tp_gen, tp_run
 from tp_dialect.tools.run_model import model_modes
 from tp_dialect.tools.source import parse_module
@@ -221,3 +224,47 @@ def test_the_physical_bound_reads_the_rows_an_embedding_gathers(tmp_path: Path) 
     weights = sum(np.prod(s) for name, s in shapes.items() if "embed_tokens" not in name)
     caches = layers * 2 * (kv * p * hd + kv * 1 * hd)
     assert report.physical.hbm_bytes == [4 * (weights + h + caches) + 8 + 8]
+
+
+_SPLIT_PREFILL: dict[str, ModuleOp] = {}
+
+
+def split_prefill(mode: str) -> ModuleOp:
+    """The tiny qwen3's prefill of 16 tokens split over 2 chips, lowered once per mode's
+    stage (one-shot all-reduces: the lowering does not depend on the machine)."""
+    if mode not in _SPLIT_PREFILL:
+        from tp_dialect.passes.universe import lowered
+
+        d = hf_models.write_model(Path(tempfile.mkdtemp()) / "qwen3", "qwen3")
+        argv = ["--from-pretrained", str(d), "--prompt-len", "16", "--max-positions", "32"]
+        text = tp_gen.pretrained_text(tp_gen.parser().parse_args([*argv, "--chips", "2"]))
+        spec = "tp-relocate{allreduce=oneshot},tp-transfers"
+        spec += ",tp-link-points" if mode == "dataflow" else ",tp-phase"
+        _SPLIT_PREFILL[mode] = lowered(parsed(text), spec)
+    return _SPLIT_PREFILL[mode]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    mode=st.sampled_from(["phase", "dataflow"]),
+    peak=st.floats(1e6, 1e16),
+    hbm=st.floats(1e6, 1e14),
+    link=st.floats(1e6, 1e13),
+    latency=st.floats(0.0, 1e-3),
+    topology=st.sampled_from(["all-to-all", "ring"]),
+)
+def test_no_machine_models_a_step_below_its_bound(
+    mode: str, peak: float, hbm: float, link: float, latency: float, topology: str
+) -> None:
+    """Invariant: on any machine (peak FLOPs, HBM and link bandwidths, link latency,
+    topology), the split prefill is modelled no faster than max(compute, physical)."""
+    machine = replace(
+        SN40L,
+        peak_flops=peak,
+        hbm_bandwidth=hbm,
+        link_bandwidth=link,
+        link_latency=latency,
+        topology=topology,
+    )
+    report, _ = model(split_prefill(mode), machine, mode)
+    assert report.step_time >= report.bound.seconds * (1 - 1e-9)
