@@ -39,9 +39,17 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
+from xdsl.dialects.linalg.abstract_ops import ElementwiseOperation, LinalgStructuredOperation
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import PatternRewriteWalker, TypeConversionPattern
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    TypeConversionPattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.transforms.linalg_generalize_named_ops import GeneralizeNamedOpPattern
 
 from tp_dialect.analysis.programs import check_programs, programs, relay_steps
 from tp_dialect.analysis.relay import Copy
@@ -260,6 +268,60 @@ class _Builder:
         self.mapping[op.index] = where
 
 
+_VIEWS = (
+    tensor.ExpandShapeOp,
+    tensor.CollapseShapeOp,
+    tensor.ExtractSliceOp,
+    tensor.CastOp,
+    tensor.ReshapeOp,
+)
+"""Ops whose result may be a view of their operand's storage once bufferized."""
+
+
+def _written(arg: SSAValue) -> bool:
+    """Whether IREE may write ``arg``'s buffer: it (or a view of it) is the destination of
+    a linalg op or an insert. IREE's bufferization writes such a function argument in
+    place (iree-org/iree#16168), so the host must not hand it a buffer it reads again."""
+    work, seen = [arg], set()
+    while work:
+        value = work.pop()
+        for use in value.uses:
+            user = use.operation
+            if isinstance(user, LinalgStructuredOperation):
+                if use.index >= len(user.inputs):
+                    return True
+            elif isinstance(user, tensor.InsertSliceOp | tensor.InsertOp):
+                if use.operation.operands[use.index] is user.dest:
+                    return True
+            elif isinstance(user, _VIEWS):
+                for r in user.results:
+                    if r not in seen:
+                        seen.add(r)
+                        work.append(r)
+            elif user.regions:  # a loop carrying it, a region yielding it: assume written
+                return True
+    return False
+
+
+def _aliasing(
+    func: FuncOp, args: list[PortInfo], results: list[PortInfo]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The manifest's ports of ``func``: an argument IREE may write is marked ``written``,
+    a result that is an argument returned unchanged names it (``argument``)."""
+    block = func.body.block
+    ret = block.last_op
+    assert ret is not None
+    arg_json = [
+        {**p.to_json(), **({"written": True} if _written(a) else {})}
+        for p, a in zip(args, block.args, strict=True)
+    ]
+    res_json = []
+    for p, v in zip(results, ret.operands, strict=True):
+        same = v.index if isinstance(v, BlockArgument) and v.owner is block else None
+        res_json.append({**p.to_json(), **({"argument": same} if same is not None else {})})
+    return arg_json, res_json
+
+
 def _condition_types(op: Operation) -> None:
     """``arith.cmpf``/``cmpi`` on tensors compare element by element: their ``i1`` result
     is a tensor of the operands' shape."""
@@ -279,6 +341,15 @@ class _DropChips(TypeConversionPattern):
         if isinstance(typ, TensorType) and isinstance(typ.encoding, ChipAttr):
             return TensorType(typ.element_type, typ.get_shape())
         return None
+
+
+class _Generalize(RewritePattern):
+    """An elementwise named op (``linalg.add`` ...) as the ``linalg.generic`` it stands for:
+    upstream MLIR no longer defines them (IREE's parser refuses ``linalg.add``)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: ElementwiseOperation, rewriter: PatternRewriter) -> None:
+        GeneralizeNamedOpPattern().match_and_rewrite(op, rewriter)
 
 
 def _segments(
@@ -349,12 +420,13 @@ def _segments(
             Region(b.block),
         )
         _condition_types(func)
+        arg_json, res_json = _aliasing(func, b.args, [p for _, p in results])
         entry = {
             "function": name,
             "chip": chip,
             "halt": part.halt,
-            "arguments": [p.to_json() for p in b.args],
-            "results": [p.to_json() for _, p in results],
+            "arguments": arg_json,
+            "results": res_json,
         }
         out.append((func, entry))
     return out
@@ -419,11 +491,8 @@ def _host(
         Region(b.block),
     )
     _, outs = ports(func)
-    entry = {
-        "function": "host",
-        "arguments": [p.to_json() for p in b.args],
-        "results": [port.name for port in outs],
-    }
+    arg_json, res_json = _aliasing(host, b.args, [PortInfo("result", p.name) for p in outs])
+    entry = {"function": "host", "arguments": arg_json, "results": res_json}
     return host, entry
 
 
@@ -470,6 +539,7 @@ def export_module(module: ModuleOp) -> None:
     func.detach()
     func.erase(safe_erase=False)
     PatternRewriteWalker(_DropChips()).rewrite_module(module)
+    PatternRewriteWalker(_Generalize(), apply_recursively=False).rewrite_module(module)
     for f in module.ops:  # signatures as the converted blocks have them
         if isinstance(f, FuncOp) and (ret := f.body.block.last_op) is not None:
             f.function_type = FunctionType.from_lists(

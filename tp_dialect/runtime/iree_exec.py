@@ -292,6 +292,21 @@ def run_iree(
             resident[key] = device.place(data)
         return resident[key]
 
+    def call(fn: Any, args: list[Any], entry: dict[str, Any]) -> tuple[Any, ...]:
+        """``fn`` on ``args``: an argument IREE may write gets a copy of its own (the host
+        reads every buffer it holds again), a result that is an argument returned
+        unchanged is the host's own value (iree-org/iree#16168: IREE writes such
+        arguments in place)."""
+        given = [
+            device.place(a.to_host()) if port.get("written") else a
+            for a, port in zip(args, entry["arguments"], strict=True)
+        ]
+        returned = _results(fn(*given), len(entry["results"]))
+        return tuple(
+            args[port["argument"]] if "argument" in port else r
+            for r, port in zip(returned, entry["results"], strict=True)
+        )
+
     chips = range(manifest["chips"])
     inbox: dict[int, dict[str, Any]] = {c: {} for c in chips}
     outbox: dict[int, dict[str, Any]] = {c: {} for c in chips}
@@ -312,7 +327,7 @@ def run_iree(
                 args.append(carried[c][port["name"]])
             else:
                 args.append(host_port(port))
-        results = _results(fn(*args), len(seg["results"]))
+        results = call(fn, args, seg)
         for port, r in zip(seg["results"], results, strict=True):
             if port["kind"] == "send":
                 outbox[c][port["name"]] = r
@@ -325,7 +340,7 @@ def run_iree(
         finished[(p["chip"], p["index"])] if p["kind"] == "output" else host_port(p)
         for p in host["arguments"]
     ]
-    results = _results(fn(*args), len(outs))
+    results = call(fn, args, host)
     outputs = {
         port.name: np.asarray(r.to_host(), dtype=port.numpy_dtype)
         for port, r in zip(outs, results, strict=True)
