@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xdsl.context import Context
-from xdsl.dialects import arith, tensor
+from xdsl.dialects import arith, linalg, tensor
 from xdsl.dialects.builtin import (
+    AffineMapAttr,
     FunctionType,
     IndexType,
     ModuleOp,
@@ -41,6 +42,7 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.dialects.linalg.abstract_ops import ElementwiseOperation, LinalgStructuredOperation
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineMap
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
@@ -162,6 +164,13 @@ def _placed(value: SSAValue, program: ChipProgramOp) -> ShardOp | None:
     return None
 
 
+def _loads(op: Operation, program: ChipProgramOp) -> bool:
+    """Whether ``op`` only loads slices of host inputs (a section of ``tp.shard`` ops): the
+    host places them, so no segment runs it; the segments reading them take them as
+    arguments."""
+    return isinstance(op, SectionOp) and all(_placed(r, program) for r in op.results)
+
+
 def _is_input(value: SSAValue, program: ChipProgramOp) -> bool:
     return isinstance(value, BlockArgument) and value.owner is program.body.block
 
@@ -251,21 +260,43 @@ class _Builder:
             self.mapping.update(zip(op.results, new.results, strict=True))
 
     def _maxloc(self, op: MaxLocOp) -> None:
-        """The pairwise pick of `NumpyFunctions.run_maxloc`: a larger value wins, an equal
-        one only with a smaller index."""
+        """The pairwise pick of `NumpyFunctions.run_maxloc` as one ``linalg.generic`` over
+        the pairs' elements: a larger value wins, an equal one only with a smaller index."""
+        value_t, index_t = op.value.type, op.index.type
+        assert isinstance(value_t, TensorType) and isinstance(index_t, TensorType)
+        rank = len(value_t.get_shape())
+        ins = [self.mapping[v] for v in (*op.values, *op.indices)]
+        outs = [self.emit(tensor.EmptyOp([], t)) for t in (value_t, index_t)]
         n = len(op.values)
-        best = self.mapping[op.values[0]]
-        where = self.mapping[op.indices[0]]
-        for value, index in zip(op.values[1:n], op.indices[1:n], strict=True):
-            v, i = self.mapping[value], self.mapping[index]
-            greater = self.emit(arith.CmpfOp(v, best, "ogt"))
-            equal = self.emit(arith.CmpfOp(v, best, "oeq"))
-            smaller = self.emit(arith.CmpiOp(i, where, "slt"))
-            take = self.emit(arith.OrIOp(greater, self.emit(arith.AndIOp(equal, smaller))))
-            best = self.emit(arith.SelectOp(take, v, best))
-            where = self.emit(arith.SelectOp(take, i, where))
-        self.mapping[op.value] = best
-        self.mapping[op.index] = where
+        body = Block(
+            arg_types=[value_t.element_type] * n
+            + [index_t.element_type] * n
+            + [value_t.element_type, index_t.element_type]
+        )
+        best, where = body.args[0], body.args[n]
+        for k in range(1, n):
+            v, i = body.args[k], body.args[n + k]
+            greater = arith.CmpfOp(v, best, "ogt")
+            equal = arith.CmpfOp(v, best, "oeq")
+            smaller = arith.CmpiOp(i, where, "slt")
+            tie = arith.AndIOp(equal, smaller)
+            take = arith.OrIOp(greater, tie)
+            pick_v = arith.SelectOp(take, v, best)
+            pick_i = arith.SelectOp(take, i, where)
+            body.add_ops([greater, equal, smaller, tie, take, pick_v, pick_i])
+            best, where = pick_v.result, pick_i.result
+        body.add_op(linalg.YieldOp(best, where))
+        identity = AffineMapAttr(AffineMap.identity(rank))
+        generic = linalg.GenericOp(
+            ins,
+            outs,
+            Region(body),
+            [identity] * (2 * n + 2),
+            [linalg.IteratorTypeAttr.parallel()] * rank,
+            [value_t, index_t],
+        )
+        self.emit(generic)
+        self.mapping[op.value], self.mapping[op.index] = generic.results
 
 
 _VIEWS = (
@@ -322,16 +353,6 @@ def _aliasing(
     return arg_json, res_json
 
 
-def _condition_types(op: Operation) -> None:
-    """``arith.cmpf``/``cmpi`` on tensors compare element by element: their ``i1`` result
-    is a tensor of the operands' shape."""
-    for inner in op.walk():
-        if isinstance(inner, arith.CmpfOp | arith.CmpiOp):
-            t = inner.lhs.type
-            if isinstance(t, TensorType):
-                inner.result.type = TensorType(arith.i1, t.get_shape())
-
-
 class _DropChips(TypeConversionPattern):
     """Every ``tensor<..., #tp.chip<c>>`` as the plain ``tensor<...>``."""
 
@@ -367,7 +388,8 @@ def _segments(
     for part in parts:
         need: dict[SSAValue, None] = {}
         for op in part.ops:
-            need.update((v, None) for v in _free(op, program))
+            if not _loads(op, program):
+                need.update((v, None) for v in _free(op, program))
         need.update((v, None) for v, _ in part.sends)
         need.update((v, None) for v in part.outputs)
         needs.append(need)
@@ -407,7 +429,8 @@ def _segments(
             if v not in b.mapping and is_constant(v.owner):  # type: ignore[arg-type]
                 b.clone_in(v.owner)  # type: ignore[arg-type]
         for op in part.ops:
-            b.clone_in(op)
+            if not _loads(op, program):
+                b.clone_in(op)
         results = [(v, PortInfo("send", name)) for v, name in part.sends]
         results += [(v, PortInfo("carry", key)) for v, key in carried[k].items()]
         results += [(v, PortInfo("output", index=i)) for i, v in enumerate(part.outputs)]
@@ -419,7 +442,6 @@ def _segments(
             FunctionType.from_lists([a.type for a in b.block.args], [v.type for v in values]),
             Region(b.block),
         )
-        _condition_types(func)
         arg_json, res_json = _aliasing(func, b.args, [p for _, p in results])
         entry = {
             "function": name,
@@ -460,7 +482,8 @@ def _host(
             b.clone_in(v.owner)  # type: ignore[arg-type]
     for op in ops:
         if not isinstance(op, UnshardOp):
-            raise _refuse(op, f"the host's statement '{op.name}' has no plain form")
+            b.clone_in(op)  # plain ops as they are; any other tp op is refused there
+            continue
         full = op.result.type
         assert isinstance(full, TensorType)
         total = b.emit(tensor.EmptyOp([], TensorType(full.element_type, full.get_shape())))
