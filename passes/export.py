@@ -168,6 +168,8 @@ def _loads(op: Operation, program: ChipProgramOp) -> bool:
     """Whether ``op`` only loads slices of host inputs (a section of ``tp.shard`` ops): the
     host places them, so no segment runs it; the segments reading them take them as
     arguments."""
+    if isinstance(op, ShardOp):
+        return _is_input(op.source, program)
     return isinstance(op, SectionOp) and all(_placed(r, program) for r in op.results)
 
 
