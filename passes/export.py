@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xdsl.context import Context
-from xdsl.dialects import arith, linalg, tensor
+from xdsl.dialects import arith, tensor
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     FunctionType,
@@ -41,6 +41,9 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.dialects.linalg.abstract_ops import ElementwiseOperation, LinalgStructuredOperation
+from xdsl.dialects.linalg.attrs import IteratorTypeAttr
+from xdsl.dialects.linalg.ops import GenericOp
+from xdsl.dialects.linalg.ops import YieldOp as LinalgYieldOp
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.passes import ModulePass
@@ -287,14 +290,14 @@ class _Builder:
             pick_i = arith.SelectOp(take, i, where)
             body.add_ops([greater, equal, smaller, tie, take, pick_v, pick_i])
             best, where = pick_v.result, pick_i.result
-        body.add_op(linalg.YieldOp(best, where))
+        body.add_op(LinalgYieldOp(best, where))
         identity = AffineMapAttr(AffineMap.identity(rank))
-        generic = linalg.GenericOp(
+        generic = GenericOp(
             ins,
             outs,
             Region(body),
             [identity] * (2 * n + 2),
-            [linalg.IteratorTypeAttr.parallel()] * rank,
+            [IteratorTypeAttr.parallel()] * rank,
             [value_t, index_t],
         )
         self.emit(generic)
