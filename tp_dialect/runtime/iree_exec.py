@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import io
 import os
 import platform
 import tempfile
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -175,8 +177,6 @@ def segment_text(func: FuncOp) -> str:
     copy.arg_attrs = None
     copy.res_attrs = None
     module = ModuleOp([copy])
-    import io
-
     out = io.StringIO()
     Printer(stream=out).print_op(module)
     return out.getvalue() + "\n"
@@ -247,8 +247,6 @@ def run_iree(
     """``module`` (per-chip programs with or without their relay) run on IREE: its results
     by name, equal to the reference interpreter's to f32 rounding. ``placed``: the slices
     the host already loaded (`place_weights`); any other slice is cut from ``values``."""
-    import time
-
     _, runtime = iree()
     cache = cache or ModuleCache(default_cache_dir())
     func = entry_function(module)
