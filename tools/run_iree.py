@@ -77,5 +77,6 @@ def describe(run: IreeRun) -> str:
     return (
         f"IREE {TARGET}: {run.functions} functions, {run.distinct} distinct, "
         f"{run.compiled} compiled, {run.hits} from the cache{cached}; "
-        f"compile {run.compile_s * 1e3:.1f} ms, run {run.run_s * 1e3:.1f} ms"
+        f"compile {run.compile_s * 1e3:.1f} ms, place {run.place_s * 1e3:.1f} ms, "
+        f"run {run.run_s * 1e3:.1f} ms"
     )
