@@ -39,6 +39,7 @@ from tp_dialect.passes.export import export_module, manifest_of
 from tp_dialect.program_ops import ChipProgramOp
 from tp_dialect.runtime.arrays import slice_of
 from tp_dialect.runtime.reference import bind
+from tp_dialect.runtime.segments import run_segments
 from tp_dialect.signature import entry_function, ports
 
 EXTRA = "iree"
@@ -268,7 +269,7 @@ def run_iree(
         if key not in by_key:
             where = f"chip {entry['chip']} segment {name}" if "chip" in entry else "@host"
             by_key[key] = device.function(cache.get(text, where))
-        called[name] = (by_key[key], entry)
+        called[name] = by_key[key]
     t1 = time.perf_counter()
     slices = _slices(module)
     placed = placed or {}
@@ -291,60 +292,22 @@ def run_iree(
             resident[key] = device.place(data)
         return resident[key]
 
-    def call(fn: Any, args: list[Any], entry: dict[str, Any]) -> tuple[Any, ...]:
-        """``fn`` on ``args``: an argument IREE may write gets a copy of its own (the host
-        reads every buffer it holds again), a result that is an argument returned
-        unchanged is the host's own value (iree-org/iree#16168: IREE writes such
-        arguments in place)."""
+    def call(entry: dict[str, Any], args: list[Any]) -> tuple[Any, ...]:
+        """The entry's compiled function on ``args``, where an argument IREE may write gets
+        a copy of its own: the host reads every buffer it holds again (iree-org/iree#16168:
+        IREE writes such arguments in place)."""
         given = [
             device.place(a.to_host()) if port.get("written") else a
             for a, port in zip(args, entry["arguments"], strict=True)
         ]
-        returned = _results(fn(*given), len(entry["results"]))
-        return tuple(
-            args[port["argument"]] if "argument" in port else r
-            for r, port in zip(returned, entry["results"], strict=True)
-        )
+        return _results(called[entry["function"]](*given), len(entry["results"]))
 
     for entry in [*manifest["segments"], manifest["host"]]:  # every input placed, once
         for port in entry["arguments"]:
             if port["kind"] in ("input", "shard"):
                 host_port(port)
     t2 = time.perf_counter()
-    chips = range(manifest["chips"])
-    inbox: dict[int, dict[str, Any]] = {c: {} for c in chips}
-    outbox: dict[int, dict[str, Any]] = {c: {} for c in chips}
-    carried: dict[int, dict[str, Any]] = {c: {} for c in chips}
-    finished: dict[tuple[int, int], Any] = {}
-    for step in manifest["relay"]:
-        if "copy" in step:
-            inbox[step["to"]][step["copy"]] = outbox[step["from"]][step["copy"]]
-            continue
-        fn, seg = called[step["run"]]
-        c = seg["chip"]
-        args = []
-        for port in seg["arguments"]:
-            kind = port["kind"]
-            if kind == "receive":
-                args.append(inbox[c][port["name"]])
-            elif kind == "carry":
-                args.append(carried[c][port["name"]])
-            else:
-                args.append(host_port(port))
-        results = call(fn, args, seg)
-        for port, r in zip(seg["results"], results, strict=True):
-            if port["kind"] == "send":
-                outbox[c][port["name"]] = r
-            elif port["kind"] == "carry":
-                carried[c][port["name"]] = r
-            else:
-                finished[(c, port["index"])] = r
-    fn, host = called["host"]
-    args = [
-        finished[(p["chip"], p["index"])] if p["kind"] == "output" else host_port(p)
-        for p in host["arguments"]
-    ]
-    results = call(fn, args, host)
+    results = run_segments(manifest, host_port, call)
     outputs = {
         port.name: np.asarray(r.to_host(), dtype=port.numpy_dtype)
         for port, r in zip(outs, results, strict=True)
