@@ -246,6 +246,8 @@ class _Builder:
                     self.clone_in(inner)
         elif isinstance(op, ShardOp) and op.result in self.mapping:
             pass  # an argument: the chip's slice, placed by the host
+        elif isinstance(op, ShardOp):  # a slice of a value the chip computed: cut here
+            self._shard(op)
         elif isinstance(op, AllReduceOp):
             parts = [self.mapping[p] for p in op.partials]
             total = parts[0]
@@ -263,6 +265,27 @@ class _Builder:
             new = op.clone(value_mapper=self.mapping)
             self.block.add_op(new)
             self.mapping.update(zip(op.results, new.results, strict=True))
+
+    def _shard(self, op: ShardOp) -> None:
+        """``op``'s ranges of its source along its axis, one after another."""
+        sl, source = op.slice, self.mapping[op.source]
+        full = list(sl.full_shape)
+        t = op.result.type
+        assert isinstance(t, TensorType)
+        total = self.emit(tensor.EmptyOp([], t))
+        at = 0  # where the next run lands in the slice
+        for start, size in sl.ranges:
+            shape = [*full]
+            shape[sl.axis_index] = size
+            offsets = [0] * len(full)
+            offsets[sl.axis_index] = start
+            piece = self.emit(tensor.ExtractSliceOp.from_static_parameters(source, offsets, shape))
+            offsets[sl.axis_index] = at
+            total = self.emit(
+                tensor.InsertSliceOp.from_static_parameters(piece, total, offsets, shape)
+            )
+            at += size
+        self.mapping[op.result] = total
 
     def _maxloc(self, op: MaxLocOp) -> None:
         """The pairwise pick of `NumpyFunctions.run_maxloc` as one ``linalg.generic`` over

@@ -231,12 +231,13 @@ def test_without_iree_the_backend_names_the_extra(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--storage"], "--storage is the interpreter's: IREE runs tensors as values"),
-        (["--mpi", "2"], "--backend iree runs in one process: --mpi with IREE is not supported"),
+        (["--backend", "iree", "--storage"], "--storage is the interpreter's: IREE runs tensors"),
+        (["--backend", "iree", "--mpi", "2"], "--backend iree runs in one process: --mpi with"),
+        (["--iree-cache", "somewhere"], "tp-run: error: --iree-cache is for --backend iree"),
     ],
 )
 def test_what_the_iree_backend_does_not_do_is_refused_first(flags: list[str], message: str) -> None:
     program = ROOT / "examples" / "megatron_mlp.mlir"
-    proc = _tp_run(program, "--random-inputs", 0, "--backend", "iree", *flags)
+    proc = _tp_run(program, "--random-inputs", 0, *flags)
     assert proc.returncode == 1
     assert message in proc.stderr and "Traceback" not in proc.stderr

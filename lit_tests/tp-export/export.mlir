@@ -165,6 +165,37 @@ builtin.module attributes {tp.chips = 2 : i64} {
 
 // -----
 
+// A tp.shard of a value the chip computed (not a host input: nothing to place) is cut in
+// the segment: each range's tensor.extract_slice inserted in turn into the chip's slice.
+// CHECK-LABEL: func.func @chip0_halt1(%x0: tensor<4x2xf32>) -> tensor<3x2xf32> {
+// CHECK-NEXT:   %d = arith.addf %x0, %x0 : tensor<4x2xf32>
+// CHECK-NEXT:   %0 = tensor.empty() : tensor<3x2xf32>
+// CHECK-NEXT:   %1 = tensor.extract_slice %d[3, 0] [1, 2] [1, 1] : tensor<4x2xf32> to tensor<1x2xf32>
+// CHECK-NEXT:   %2 = tensor.insert_slice %1 into %0[0, 0] [1, 2] [1, 1] : tensor<1x2xf32> into tensor<3x2xf32>
+// CHECK-NEXT:   %3 = tensor.extract_slice %d[0, 0] [2, 2] [1, 1] : tensor<4x2xf32> to tensor<2x2xf32>
+// CHECK-NEXT:   %4 = tensor.insert_slice %3 into %2[1, 0] [2, 2] [1, 1] : tensor<2x2xf32> into tensor<3x2xf32>
+builtin.module attributes {tp.chips = 1 : i64} {
+  func.func @f(%x: tensor<4x2xf32>) -> tensor<3x2xf32> {
+    %r = tp.chip_program on 0 (%x) {
+    ^bb0(%x0: tensor<4x2xf32>):
+      %y = tp.section "y" on [0] {
+        %d = arith.addf %x0, %x0 : tensor<4x2xf32>
+        %a = tp.shard %d at #tp.slice<axis = 0, ranges = [(3, 1), (0, 2)], full = [4, 2]> : tensor<4x2xf32> -> tensor<3x2xf32, #tp.chip<0>>
+        tp.yield %a : tensor<3x2xf32, #tp.chip<0>>
+      } : tensor<3x2xf32, #tp.chip<0>>
+      %u = tp.section "u" on [0] {
+        %e = tensor.empty() : tensor<3x2xf32>
+        %c = linalg.copy ins(%y : tensor<3x2xf32, #tp.chip<0>>) outs(%e : tensor<3x2xf32>) -> tensor<3x2xf32>
+        tp.yield %c : tensor<3x2xf32>
+      } : tensor<3x2xf32>
+      tp.finish %u : tensor<3x2xf32>
+    } : (tensor<4x2xf32>) -> (tensor<3x2xf32>)
+    func.return %r : tensor<3x2xf32>
+  }
+}
+
+// -----
+
 // Before tp-link-points there is nothing to cut.
 // CHECK-LABEL: error: @sectioned has no per-chip programs: run tp-link-points first [not-sectioned]
 builtin.module attributes {tp.chips = 1 : i64} {

@@ -267,8 +267,7 @@ def run_iree(
         text = segment_text(funcs[name])
         key = cache.key(text)
         if key not in by_key:
-            where = f"chip {entry['chip']} segment {name}" if "chip" in entry else "@host"
-            by_key[key] = device.function(cache.get(text, where))
+            by_key[key] = device.function(cache.get(text, _where(entry)))
         called[name] = by_key[key]
     t1 = time.perf_counter()
     slices = _slices(module)
@@ -300,7 +299,14 @@ def run_iree(
             device.place(a.to_host()) if port.get("written") else a
             for a, port in zip(args, entry["arguments"], strict=True)
         ]
-        return _results(called[entry["function"]](*given), len(entry["results"]))
+        try:
+            returned = called[entry["function"]](*given)
+        except (RuntimeError, ValueError) as err:  # what IREE's runtime raises
+            lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+            raise IreeError(
+                f"{_where(entry)}: IREE failed running it: {lines[0] if lines else err}"
+            ) from None
+        return _results(returned, len(entry["results"]))
 
     for entry in [*manifest["segments"], manifest["host"]]:  # every input placed, once
         for port in entry["arguments"]:
@@ -323,6 +329,13 @@ def run_iree(
         t2 - t1,
         time.perf_counter() - t2,
     )
+
+
+def _where(entry: dict[str, Any]) -> str:
+    """A manifest entry as an error names it: its chip and segment, or the host's part."""
+    if "chip" in entry:
+        return f"chip {entry['chip']} segment {entry['function']}"
+    return "the host's @host"
 
 
 def _results(returned: Any, n: int) -> tuple[Any, ...]:
