@@ -77,7 +77,8 @@ class PortInfo:
     """What one argument or result of a segment is: ``input`` (a host input, whole, by its
     name), ``shard`` (the chip's slice of a host input: ``axis`` and ``ranges``), ``receive``
     / ``send`` (a link's buffer, by name), ``carry`` (a value of the chip kept between its
-    segments, by key), ``output`` (the chip's ``index``-th output)."""
+    segments, by key), ``output`` (the chip's ``index``-th output; as ``@host``'s argument, of
+    ``chip``), ``result`` (``@host``'s result, by the entry function's result name)."""
 
     kind: str
     name: str = ""
@@ -98,14 +99,6 @@ class PortInfo:
         if self.index is not None:
             out["index"] = self.index
         return out
-
-    @staticmethod
-    def from_json(data: dict[str, Any]) -> PortInfo:
-        ranges = tuple((int(a), int(b)) for a, b in data.get("ranges", ()))
-        return PortInfo(
-            data["kind"], data.get("name", ""), data.get("axis"), ranges, data.get("index"),
-            data.get("chip"),
-        )  # fmt: skip
 
 
 @dataclass
@@ -203,8 +196,7 @@ def _port_type(t: Attribute) -> Attribute:
 class _Builder:
     """One segment's function being written: its block, arguments and value map."""
 
-    def __init__(self, program: ChipProgramOp) -> None:
-        self.program = program
+    def __init__(self) -> None:
         self.block = Block()
         self.mapping: dict[SSAValue, SSAValue] = {}
         self.args: list[PortInfo] = []
@@ -431,7 +423,7 @@ def _segments(
                 carried[j][v] = key
     out: list[tuple[FuncOp, dict[str, Any]]] = []
     for k, (part, need) in enumerate(zip(parts, needs, strict=True)):
-        b = _Builder(program)
+        b = _Builder()
         shards: dict[PortInfo, SSAValue] = {}
         for v, name in part.receives:
             b.add_arg(v, PortInfo("receive", name))
@@ -498,7 +490,7 @@ def _host(
     need: dict[SSAValue, None] = {}
     for op in [*ops, ret]:
         need.update((v, None) for inner in op.walk() for v in inner.operands)
-    b = _Builder(progs[0])
+    b = _Builder()
     for v in need:
         if v in chip_output:
             c, i = chip_output[v]
