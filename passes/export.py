@@ -29,40 +29,32 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xdsl.context import Context
-from xdsl.dialects import arith, tensor
+from xdsl.dialects import tensor
 from xdsl.dialects.builtin import (
-    AffineMapAttr,
     FunctionType,
-    IndexType,
     ModuleOp,
     StringAttr,
     TensorType,
-    i64,
 )
 from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
-from xdsl.dialects.linalg.abstract_ops import ElementwiseOperation, LinalgStructuredOperation
-from xdsl.dialects.linalg.attrs import IteratorTypeAttr
-from xdsl.dialects.linalg.ops import GenericOp
-from xdsl.dialects.linalg.ops import YieldOp as LinalgYieldOp
-from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
-from xdsl.ir.affine import AffineMap
+from xdsl.ir import BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import (
-    PatternRewriter,
-    PatternRewriteWalker,
-    RewritePattern,
-    TypeConversionPattern,
-    op_type_rewrite_pattern,
-)
-from xdsl.transforms.linalg_generalize_named_ops import GeneralizeNamedOpPattern
+from xdsl.pattern_rewriter import PatternRewriteWalker
 
 from tp_dialect.analysis.programs import check_programs, programs, relay_steps
 from tp_dialect.analysis.relay import Copy
 from tp_dialect.analysis.touch import is_constant
 from tp_dialect.analysis.values import defined_within
-from tp_dialect.attrs import ChipAttr
 from tp_dialect.certificate import CERTIFICATE_ATTR
-from tp_dialect.ops import AllReduceOp, MaxLocOp, SectionOp, ShardOp, UnshardOp, YieldOp
+from tp_dialect.ops import SectionOp, ShardOp, UnshardOp, YieldOp
+from tp_dialect.passes.export_ops import (
+    DropChips,
+    Generalize,
+    PortInfo,
+    SegmentBuilder,
+    ports_json,
+    refuse,
+)
 from tp_dialect.passes.preconditions import entry_of
 from tp_dialect.program_ops import CHIP_FUNCTION, ChipProgramOp, FinishOp, LinkOp, RelayOp
 from tp_dialect.reject import TpReject
@@ -70,35 +62,6 @@ from tp_dialect.signature import ports
 
 MANIFEST = "tp.export"
 """The module attribute holding the export's manifest (JSON): segments, ports, relay."""
-
-
-@dataclass(frozen=True)
-class PortInfo:
-    """What one argument or result of a segment is: ``input`` (a host input, whole, by its
-    name), ``shard`` (the chip's slice of a host input: ``axis`` and ``ranges``), ``receive``
-    / ``send`` (a link's buffer, by name), ``carry`` (a value of the chip kept between its
-    segments, by key), ``output`` (the chip's ``index``-th output; as ``@host``'s argument, of
-    ``chip``), ``result`` (``@host``'s result, by the entry function's result name)."""
-
-    kind: str
-    name: str = ""
-    axis: int | None = None
-    ranges: tuple[tuple[int, int], ...] = ()
-    index: int | None = None
-    chip: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.kind}
-        if self.chip is not None:
-            out["chip"] = self.chip
-        if self.name:
-            out["name"] = self.name
-        if self.axis is not None:
-            out["axis"] = self.axis
-            out["ranges"] = [list(r) for r in self.ranges]
-        if self.index is not None:
-            out["index"] = self.index
-        return out
 
 
 @dataclass
@@ -110,10 +73,6 @@ class _Part:
     sends: list[tuple[SSAValue, str]] = field(default_factory=list)
     outputs: list[SSAValue] = field(default_factory=list)
     halt: int = 0
-
-
-def _refuse(op: Operation, message: str) -> Exception:
-    return TpReject.NOT_EXPORTABLE.at(op, f"tp-export: {message}")
 
 
 def _parts(program: ChipProgramOp) -> list[_Part]:
@@ -136,7 +95,7 @@ def _parts(program: ChipProgramOp) -> list[_Part]:
             current.halt = (parts[-1].halt if parts else 0) + 1
             parts.append(current)
         elif isinstance(op, CallOp):
-            raise _refuse(
+            raise refuse(
                 op,
                 f"chip {program.chip_index}'s program calls @{op.callee.string_value()} (an "
                 "outlined program): run tp-inline first for its flat form",
@@ -185,214 +144,6 @@ def _free(op: Operation, program: ChipProgramOp) -> Iterable[SSAValue]:
                 yield v
 
 
-def _port_type(t: Attribute) -> Attribute:
-    """The type a value crosses a segment's boundary as: a tensor as it is, a scalar as a
-    0-d tensor (an ``index`` as ``i64``)."""
-    if isinstance(t, TensorType):
-        return t
-    return TensorType(i64 if isinstance(t, IndexType) else t, [])
-
-
-class _Builder:
-    """One segment's function being written: its block, arguments and value map."""
-
-    def __init__(self) -> None:
-        self.block = Block()
-        self.mapping: dict[SSAValue, SSAValue] = {}
-        self.args: list[PortInfo] = []
-
-    def add_arg(self, value: SSAValue, port: PortInfo) -> None:
-        arg = self.block.insert_arg(_port_type(value.type), len(self.block.args))
-        arg.name_hint = value.name_hint
-        self.args.append(port)
-        if isinstance(value.type, TensorType):
-            self.mapping[value] = arg
-            return
-        scalar = self.emit(tensor.ExtractOp(arg, [], _port_type(value.type).element_type))
-        if isinstance(value.type, IndexType):
-            scalar = self.emit(arith.IndexCastOp(scalar, IndexType()))
-        self.mapping[value] = scalar
-
-    def emit(self, op: Operation) -> SSAValue:
-        self.block.add_op(op)
-        return op.results[0] if op.results else None  # type: ignore[return-value]
-
-    def result(self, value: SSAValue) -> SSAValue:
-        """``value`` as it leaves the segment (a scalar in a 0-d tensor)."""
-        v = self.mapping[value]
-        if isinstance(value.type, TensorType):
-            return v
-        if isinstance(value.type, IndexType):
-            v = self.emit(arith.IndexCastOp(v, i64))
-        return self.emit(tensor.FromElementsOp(v, result_type=_port_type(value.type)))
-
-    def clone_in(self, op: Operation) -> None:
-        """``op`` written into the segment: a section's body in its place, a collective as
-        plain arithmetic, a ``tp.shard`` of a host input as the argument already mapped."""
-        if isinstance(op, SectionOp):
-            for inner in op.body.block.ops:
-                if isinstance(inner, YieldOp):
-                    for r, v in zip(op.results, inner.operands, strict=True):
-                        self.mapping[r] = self.mapping[v]
-                else:
-                    self.clone_in(inner)
-        elif isinstance(op, ShardOp) and op.result in self.mapping:
-            pass  # an argument: the chip's slice, placed by the host
-        elif isinstance(op, ShardOp):  # a slice of a value the chip computed: cut here
-            self._shard(op)
-        elif isinstance(op, AllReduceOp):
-            parts = [self.mapping[p] for p in op.partials]
-            total = parts[0]
-            for p in parts[1:]:  # the left fold in chip order, as the reference adds
-                total = self.emit(arith.AddfOp(total, p))
-            self.mapping[op.result] = total
-        elif isinstance(op, MaxLocOp):
-            self._maxloc(op)
-        elif op.dialect_name() == "tp":
-            raise _refuse(op, f"'{op.name}' has no plain form inside a chip's program")
-        else:
-            for inner in op.walk():
-                if inner.dialect_name() == "tp":
-                    raise _refuse(inner, f"'{inner.name}' has no plain form inside '{op.name}'")
-            new = op.clone(value_mapper=self.mapping)
-            self.block.add_op(new)
-            self.mapping.update(zip(op.results, new.results, strict=True))
-
-    def _shard(self, op: ShardOp) -> None:
-        """``op``'s ranges of its source along its axis, one after another."""
-        sl, source = op.slice, self.mapping[op.source]
-        full = list(sl.full_shape)
-        t = op.result.type
-        assert isinstance(t, TensorType)
-        total = self.emit(tensor.EmptyOp([], t))
-        at = 0  # where the next run lands in the slice
-        for start, size in sl.ranges:
-            shape = [*full]
-            shape[sl.axis_index] = size
-            offsets = [0] * len(full)
-            offsets[sl.axis_index] = start
-            piece = self.emit(tensor.ExtractSliceOp.from_static_parameters(source, offsets, shape))
-            offsets[sl.axis_index] = at
-            total = self.emit(
-                tensor.InsertSliceOp.from_static_parameters(piece, total, offsets, shape)
-            )
-            at += size
-        self.mapping[op.result] = total
-
-    def _maxloc(self, op: MaxLocOp) -> None:
-        """The pairwise pick of `NumpyFunctions.run_maxloc` as one ``linalg.generic`` over
-        the pairs' elements: a larger value wins, an equal one only with a smaller index."""
-        value_t, index_t = op.value.type, op.index.type
-        assert isinstance(value_t, TensorType) and isinstance(index_t, TensorType)
-        rank = len(value_t.get_shape())
-        ins = [self.mapping[v] for v in (*op.values, *op.indices)]
-        outs = [self.emit(tensor.EmptyOp([], t)) for t in (value_t, index_t)]
-        n = len(op.values)
-        body = Block(
-            arg_types=[value_t.element_type] * n
-            + [index_t.element_type] * n
-            + [value_t.element_type, index_t.element_type]
-        )
-        best, where = body.args[0], body.args[n]
-        for k in range(1, n):
-            v, i = body.args[k], body.args[n + k]
-            greater = arith.CmpfOp(v, best, "ogt")
-            equal = arith.CmpfOp(v, best, "oeq")
-            smaller = arith.CmpiOp(i, where, "slt")
-            tie = arith.AndIOp(equal, smaller)
-            take = arith.OrIOp(greater, tie)
-            pick_v = arith.SelectOp(take, v, best)
-            pick_i = arith.SelectOp(take, i, where)
-            body.add_ops([greater, equal, smaller, tie, take, pick_v, pick_i])
-            best, where = pick_v.result, pick_i.result
-        body.add_op(LinalgYieldOp(best, where))
-        identity = AffineMapAttr(AffineMap.identity(rank))
-        generic = GenericOp(
-            ins,
-            outs,
-            Region(body),
-            [identity] * (2 * n + 2),
-            [IteratorTypeAttr.parallel()] * rank,
-            [value_t, index_t],
-        )
-        self.emit(generic)
-        self.mapping[op.value], self.mapping[op.index] = generic.results
-
-
-_VIEWS = (
-    tensor.ExpandShapeOp,
-    tensor.CollapseShapeOp,
-    tensor.ExtractSliceOp,
-    tensor.CastOp,
-    tensor.ReshapeOp,
-)
-"""Ops whose result may be a view of their operand's storage once bufferized."""
-
-
-def _written(arg: SSAValue) -> bool:
-    """Whether IREE may write ``arg``'s buffer: it (or a view of it) is the destination of
-    a linalg op or an insert. IREE's bufferization writes such a function argument in
-    place (iree-org/iree#16168), so the host must not hand it a buffer it reads again."""
-    work, seen = [arg], set()
-    while work:
-        value = work.pop()
-        for use in value.uses:
-            user = use.operation
-            if isinstance(user, LinalgStructuredOperation):
-                if use.index >= len(user.inputs):
-                    return True
-            elif isinstance(user, tensor.InsertSliceOp | tensor.InsertOp):
-                if use.operation.operands[use.index] is user.dest:
-                    return True
-            elif isinstance(user, _VIEWS):
-                for r in user.results:
-                    if r not in seen:
-                        seen.add(r)
-                        work.append(r)
-            elif user.regions:  # a loop carrying it, a region yielding it: assume written
-                return True
-    return False
-
-
-def _aliasing(
-    func: FuncOp, args: list[PortInfo], results: list[PortInfo]
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The manifest's ports of ``func``: an argument IREE may write is marked ``written``,
-    a result that is an argument returned unchanged names it (``argument``)."""
-    block = func.body.block
-    ret = block.last_op
-    assert ret is not None
-    arg_json = [
-        {**p.to_json(), **({"written": True} if _written(a) else {})}
-        for p, a in zip(args, block.args, strict=True)
-    ]
-    res_json = []
-    for p, v in zip(results, ret.operands, strict=True):
-        same = v.index if isinstance(v, BlockArgument) and v.owner is block else None
-        res_json.append({**p.to_json(), **({"argument": same} if same is not None else {})})
-    return arg_json, res_json
-
-
-class _DropChips(TypeConversionPattern):
-    """Every ``tensor<..., #tp.chip<c>>`` as the plain ``tensor<...>``."""
-
-    recursive = True
-
-    def convert_type(self, typ: Attribute, /) -> Attribute | None:
-        if isinstance(typ, TensorType) and isinstance(typ.encoding, ChipAttr):
-            return TensorType(typ.element_type, typ.get_shape())
-        return None
-
-
-class _Generalize(RewritePattern):
-    """An elementwise named op (``linalg.add`` ...) as the ``linalg.generic`` it stands for:
-    upstream MLIR no longer defines them (IREE's parser refuses ``linalg.add``)."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: ElementwiseOperation, rewriter: PatternRewriter) -> None:
-        GeneralizeNamedOpPattern().match_and_rewrite(op, rewriter)
-
-
 def _segments(
     program: ChipProgramOp, input_name: dict[SSAValue, str]
 ) -> list[tuple[FuncOp, dict[str, Any]]]:
@@ -423,7 +174,7 @@ def _segments(
                 carried[j][v] = key
     out: list[tuple[FuncOp, dict[str, Any]]] = []
     for k, (part, need) in enumerate(zip(parts, needs, strict=True)):
-        b = _Builder()
+        b = SegmentBuilder()
         shards: dict[PortInfo, SSAValue] = {}
         for v, name in part.receives:
             b.add_arg(v, PortInfo("receive", name))
@@ -462,7 +213,7 @@ def _segments(
             FunctionType.from_lists([a.type for a in b.block.args], [v.type for v in values]),
             Region(b.block),
         )
-        arg_json, res_json = _aliasing(func, b.args, [p for _, p in results])
+        arg_json, res_json = ports_json(func, b.args, [p for _, p in results])
         entry = {
             "function": name,
             "chip": chip,
@@ -490,7 +241,7 @@ def _host(
     need: dict[SSAValue, None] = {}
     for op in [*ops, ret]:
         need.update((v, None) for inner in op.walk() for v in inner.operands)
-    b = _Builder()
+    b = SegmentBuilder()
     for v in need:
         if v in chip_output:
             c, i = chip_output[v]
@@ -534,7 +285,7 @@ def _host(
         Region(b.block),
     )
     _, outs = ports(func)
-    arg_json, res_json = _aliasing(host, b.args, [PortInfo("result", p.name) for p in outs])
+    arg_json, res_json = ports_json(host, b.args, [PortInfo("result", p.name) for p in outs])
     entry = {"function": "host", "arguments": arg_json, "results": res_json}
     return host, entry
 
@@ -560,7 +311,7 @@ def export_module(module: ModuleOp) -> None:
         )
     for op in module.ops:
         if isinstance(op, FuncOp) and CHIP_FUNCTION in op.attributes:
-            raise _refuse(
+            raise refuse(
                 op,
                 f"@{op.sym_name.data} is a per-chip function (an outlined program): run "
                 "tp-inline first for its flat form",
@@ -581,8 +332,8 @@ def export_module(module: ModuleOp) -> None:
     module.body.block.insert_op_before(host, func)
     func.detach()
     func.erase(safe_erase=False)
-    PatternRewriteWalker(_DropChips()).rewrite_module(module)
-    PatternRewriteWalker(_Generalize(), apply_recursively=False).rewrite_module(module)
+    PatternRewriteWalker(DropChips()).rewrite_module(module)
+    PatternRewriteWalker(Generalize(), apply_recursively=False).rewrite_module(module)
     for f in module.ops:  # signatures as the converted blocks have them
         if isinstance(f, FuncOp) and (ret := f.body.block.last_op) is not None:
             f.function_type = FunctionType.from_lists(
