@@ -13,7 +13,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     i64,
 )
-from xdsl.dialects.func import FuncOp
+from xdsl.dialects.func import CallOp, FuncOp
 from xdsl.dialects.linalg.abstract_ops import ElementwiseOperation, LinalgStructuredOperation
 from xdsl.dialects.linalg.attrs import IteratorTypeAttr
 from xdsl.dialects.linalg.ops import GenericOp
@@ -230,8 +230,8 @@ def written(arg: SSAValue) -> bool:
                     if r not in seen:
                         seen.add(r)
                         work.append(r)
-            elif user.regions:  # a loop carrying it, a region yielding it: assume written
-                return True
+            elif user.regions or isinstance(user, CallOp):
+                return True  # a loop carrying it, a callee IREE inlines: assume written
     return False
 
 
