@@ -22,6 +22,7 @@ import os
 import platform
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -275,13 +276,12 @@ def run_iree(
     resident: dict[Any, Any] = {}  # each host input and slice on the device, once
 
     def host_port(port: dict[str, Any]) -> Any:
+        key = _resident_key(port)
         if port["kind"] == "input":
-            key: Any = port["name"]
             if key not in resident:
                 resident[key] = device.place(host_values[port["name"]])
             return resident[key]
-        ranges = tuple((int(a), int(n)) for a, n in port["ranges"])
-        key = (port["name"], port["axis"], ranges)
+        ranges = key[2]
         if key not in resident:
             shard = slices.get(key)
             if shard is not None and shard in placed:
@@ -291,12 +291,23 @@ def run_iree(
             resident[key] = device.place(data)
         return resident[key]
 
+    entries = [*manifest["segments"], manifest["host"]]
+    reads = Counter(
+        _resident_key(p) for e in entries for p in e["arguments"] if p["kind"] in RESIDENT
+    )
+
+    def donated(port: dict[str, Any]) -> bool:
+        """Whether the argument's buffer may be written: a host input or slice (placed in a
+        buffer of its own, aliasing nothing) that no other argument reads, say a chip's
+        cache slice, which its update then writes in place as a chip's memory would."""
+        return port["kind"] in RESIDENT and reads[_resident_key(port)] == 1
+
     def call(entry: dict[str, Any], args: list[Any]) -> tuple[Any, ...]:
         """The entry's compiled function on ``args``, where an argument IREE may write gets
-        a copy of its own: the host reads every buffer it holds again (iree-org/iree#16168:
-        IREE writes such arguments in place)."""
+        a copy of its own unless donated: the host reads every other buffer it holds again
+        (iree-org/iree#16168: IREE writes such arguments in place)."""
         given = [
-            device.place(a.to_host()) if port.get("written") else a
+            device.place(a.to_host()) if port.get("written") and not donated(port) else a
             for a, port in zip(args, entry["arguments"], strict=True)
         ]
         try:
@@ -308,9 +319,9 @@ def run_iree(
             ) from None
         return _results(returned, len(entry["results"]))
 
-    for entry in [*manifest["segments"], manifest["host"]]:  # every input placed, once
+    for entry in entries:  # every input placed, once
         for port in entry["arguments"]:
-            if port["kind"] in ("input", "shard"):
+            if port["kind"] in RESIDENT:
                 host_port(port)
     t2 = time.perf_counter()
     results = run_segments(manifest, host_port, call)
@@ -329,6 +340,17 @@ def run_iree(
         t2 - t1,
         time.perf_counter() - t2,
     )
+
+
+RESIDENT = ("input", "shard")
+"""The ports the host places on the device once: host inputs, whole or as chip slices."""
+
+
+def _resident_key(port: dict[str, Any]) -> tuple[Any, ...]:
+    """A placed port's identity: the input's name, and for a slice its axis and ranges."""
+    if port["kind"] == "input":
+        return (port["name"],)
+    return (port["name"], port["axis"], tuple((int(a), int(n)) for a, n in port["ranges"]))
 
 
 def _where(entry: dict[str, Any]) -> str:
