@@ -15,6 +15,7 @@ overwritten) is compiled again and rewritten, never loaded. Entries are written 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.metadata
 import io
@@ -100,8 +101,9 @@ class ModuleCache:
 
     def key(self, text: str) -> str:
         """The digest naming ``text``'s compiled module: its text, IREE's version, the target
-        and its flags, the machine."""
-        stamp = "\n".join([iree_version(), TARGET, *FLAGS, platform.machine(), ""])
+        and its flags, the machine and its CPU (a cache shared by machines never hands one
+        code built for another's CPU)."""
+        stamp = "\n".join([iree_version(), TARGET, *FLAGS, platform.machine(), _cpu(), ""])
         return hashlib.sha256(stamp.encode() + text.encode()).hexdigest()
 
     def get(self, text: str, where: str) -> bytes:
@@ -123,6 +125,18 @@ class ModuleCache:
         self.compiled += 1
         _write_entry(path, bytes(vmfb))
         return bytes(vmfb)
+
+
+@functools.cache
+def _cpu() -> str:
+    """This CPU as code built for ``target-cpu=host`` depends on it: its model and feature
+    flags (Linux's /proc/cpuinfo), else what Python knows of it."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            lines = [line for line in f if line.startswith(("model name", "flags"))][:2]
+    except OSError:
+        lines = []
+    return "".join(lines).strip() or platform.processor()
 
 
 def first_error(diagnostics: str) -> str:
