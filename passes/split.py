@@ -92,26 +92,32 @@ class TpSplit(ModulePass):
             plan = hf_plan_for(_port_names(op)) if self.plan == "hf" else load_plan(self.plan)
         except PlanError as err:
             raise TpDiagnostic(None, f"tp-split: {err}") from None
-        _refuse_split_input(op)
-        # The walk creates N ops per op and frees none until the end: the cyclic collector's
-        # full passes over that growing heap would make the pass quadratic in layers.
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            entry = entry_function(op)
-            if any(isinstance(o, func.CallOp) for o in entry.body.block.ops):
-                from tp_dialect.passes.split_calls import EntrySplitter  # it extends _Splitter
+        split_by_plan(op, plan, self.chips)
 
-                EntrySplitter(entry, plan, self.chips).run()
-            else:
-                _Splitter(entry, plan, self.chips).run()
-        finally:
-            if collecting:
-                gc.enable()
-        op.attributes["tp.chips"] = IntegerAttr(self.chips, i64)
-        # What tp-split writes is a tensor-parallel program of its own: certify it where the
-        # shard obligation holds (tp-verify names why where it does not).
-        certify_if_sound(op)
+
+def split_by_plan(module: ModuleOp, plan: TpPlan, chips: int) -> None:
+    """tp-split of ``module`` over ``chips`` chips by the plan ``plan`` (a plan built in code:
+    a generator's, `tp_dialect.frontend.qwen3`), certified where the obligation holds."""
+    _refuse_split_input(module)
+    # The walk creates N ops per op and frees none until the end: the cyclic collector's
+    # full passes over that growing heap would make the pass quadratic in layers.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        entry = entry_function(module)
+        if any(isinstance(o, func.CallOp) for o in entry.body.block.ops):
+            from tp_dialect.passes.split_calls import EntrySplitter  # it extends _Splitter
+
+            EntrySplitter(entry, plan, chips).run()
+        else:
+            _Splitter(entry, plan, chips).run()
+    finally:
+        if collecting:
+            gc.enable()
+    module.attributes["tp.chips"] = IntegerAttr(chips, i64)
+    # What tp-split writes is a tensor-parallel program of its own: certify it where the
+    # shard obligation holds (tp-verify names why where it does not).
+    certify_if_sound(module)
 
 
 def _refuse_split_input(module: ModuleOp) -> None:

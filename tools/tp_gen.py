@@ -16,7 +16,6 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from io import StringIO
 
 from tp_dialect.analysis.manifest import read_manifest
 from tp_dialect.frontend import gpt2, qwen3
@@ -24,6 +23,7 @@ from tp_dialect.frontend.blocks import GenError
 from tp_dialect.frontend.bounds import positive
 from tp_dialect.frontend.models import ModelConfig, generate
 from tp_dialect.frontend.registry import read_model
+from tp_dialect.frontend.split import split_text
 from tp_dialect.tools.common import ToolParser, UserError, check_writable, run_tool, write_output
 from tp_dialect.tools.source import parse_module
 from tp_dialect.universe import tp_context
@@ -221,24 +221,6 @@ def pretrained_text(args: argparse.Namespace) -> str:
     if chips == 1:
         return text
     return split_text(text, chips, model.entry.plan)
-
-
-def split_text(text: str, chips: int, plan: str) -> str:
-    """``text`` (an unsharded program) split over ``chips`` by tp-split's ``plan``."""
-    from xdsl.printer import Printer
-
-    from tp_dialect.diagnostics import TpDiagnostic
-    from tp_dialect.passes.split import TpSplit
-
-    ctx = tp_context()
-    module, _ = parse_module(ctx, text, "<tp-gen>")
-    try:
-        TpSplit(chips=chips, plan=plan).apply(ctx, module)
-    except TpDiagnostic as err:
-        raise GenError(err.message) from None
-    out = StringIO()
-    Printer(stream=out).print_op(module)
-    return out.getvalue() + "\n"
 
 
 def _main(argv: Sequence[str] | None) -> int:
