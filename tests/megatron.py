@@ -24,6 +24,8 @@ NAMES: tuple[tuple[dict[str, Any], bool], ...] = (
     (dict(chips=2, layers=1, fused_qkv=True, fold=True), False),
     (dict(chips=4, layers=1, fused_qkv=True, fused_gate_up=True, fold=True), False),
     (dict(chips=2, layers=2, dtype="bf16"), True),
+    (dict(chips=4, layers=2, fold=True, fused_qkv=True), False),
+    (dict(chips=2, layers=1, fused_gate_up=True, dtype="bf16"), False),
 )
 
 

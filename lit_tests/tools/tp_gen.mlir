@@ -19,14 +19,14 @@
 // CHECK-NEXT: %l0_q_weight_c1 = tp.shard %model.layers.0.self_attn.q_proj.weight at #tp.slice<axis = 0, ranges = [(64, 64)], full = [128, 64]>
 // ... and its slice of the KV cache (carried state): KV heads [4c, 4c+4).
 // CHECK: %l0_present_k_cache_c0 = tp.shard %past_key.0 at #tp.slice<axis = 1, ranges = [(0, 4)], full = [1, 8, 16, 8]>
+// Once every chip has written its slice, the slices are stored back into the full host tensor.
+// CHECK: %l0_present_k = tp.unshard %l0_present_k_c0, %l0_present_k_c1 slices
 // Row split out of it: a partial of the full output on each chip, summed by one all-reduce.
 // CHECK: %l0_o_weight_c0 = tp.shard %model.layers.0.self_attn.o_proj.weight at #tp.slice<axis = 1, ranges = [(0, 64)], full = [64, 128]>
 // CHECK: %l0_o_sum = tp.allreduce %l0_o_c0, %l0_o_c1 : tensor<1x64xf32, #tp.chip<0>>, tensor<1x64xf32, #tp.chip<1>> -> tensor<1x64xf32>
 // The residual add is spine: plain tensor types.
 // CHECK-NEXT: %l0_attn_res = arith.addf %hidden_states, %l0_o_sum : tensor<1x64xf32>
 // CHECK: %l0_down_sum = tp.allreduce %l0_down_c0, %l0_down_c1
-// The chips' cache slices stored back into the full host tensors.
-// CHECK: %l0_present_k = tp.unshard %l0_present_k_c0, %l0_present_k_c1 slices
 // CHECK: func.return %l0_out, %l0_present_k, %l0_present_v
 
 // A fused qkv checkpoint: each chip's slice is three ranges of one tensor (q, k, v rows).

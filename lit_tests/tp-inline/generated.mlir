@@ -11,8 +11,8 @@
 // GEN: func.func private @layer(%hidden_states: tensor<1x64xf32>, %position: i64, %rope_cos: tensor<4xf32>, %rope_sin: tensor<4xf32>, %input_layernorm.weight: tensor<64xf32>, %self_attn.q_proj.weight: tensor<128x64xf32>
 // GEN-SAME: %mlp.down_proj.weight: tensor<64x128xf32>, %past_key: tensor<1x8x16x8xf32>, %past_value: tensor<1x8x16x8xf32>) -> (tensor<1x64xf32>, tensor<1x8x16x8xf32>, tensor<1x8x16x8xf32>) {
 // GEN: %l_q_weight_c0 = tp.shard %self_attn.q_proj.weight at #tp.slice<axis = 0, ranges = [(0, 64)], full = [128, 64]>
-// GEN: %l_o_sum = tp.allreduce %l_o_c0, %l_o_c1
 // GEN: %l_present_k = tp.unshard %l_present_k_c0, %l_present_k_c1
+// GEN: %l_o_sum = tp.allreduce %l_o_c0, %l_o_c1
 // GEN: func.return %l_out, %l_present_k, %l_present_v
 // The entry's ports are the flat program's, by name and role.
 // GEN-LABEL: func.func @decode(%hidden_states: tensor<1x64xf32> {tp.name = "hidden_states", tp.role = "input"}, %position: i64 {tp.name = "position", tp.role = "input"}

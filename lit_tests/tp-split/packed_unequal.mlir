@@ -9,9 +9,10 @@
 // CHECK-NEXT:    %qkv_weight_c1 = tp.shard %w at #tp.slice<axis = 0, ranges = [(2, 2), (5, 1), (7, 1)], full = [8, 4]> : tensor<8x4xf32> -> tensor<4x4xf32, #tp.chip<1>>
 // The q, k and v windows: each chip's run of each, at 0, 2 and 3 in its own tensor.
 // CHECK:         %q_c0 = tensor.extract_slice %qkv_c0[0, 0] [1, 2] [1, 1] : tensor<1x4xf32, #tp.chip<0>> to tensor<1x2xf32, #tp.chip<0>>
-// CHECK:         %k_c0 = tensor.extract_slice %qkv_c0[0, 2] [1, 1] [1, 1]
+// CHECK-NEXT:    %q_c1 = tensor.extract_slice %qkv_c1[0, 0] [1, 2] [1, 1]
+// CHECK-NEXT:    %q = tp.unshard %q_c0, %q_c1 slices [#tp.slice<axis = 1, ranges = [(0, 2)], full = [1, 4]>, #tp.slice<axis = 1, ranges = [(2, 2)], full = [1, 4]>]
+// CHECK-NEXT:    %k_c0 = tensor.extract_slice %qkv_c0[0, 2] [1, 1] [1, 1]
 // CHECK:         %v_c0 = tensor.extract_slice %qkv_c0[0, 3] [1, 1] [1, 1]
-// CHECK:         tp.unshard %q_c0, %q_c1 slices [#tp.slice<axis = 1, ranges = [(0, 2)], full = [1, 4]>, #tp.slice<axis = 1, ranges = [(2, 2)], full = [1, 4]>]
 
 // Three chips cannot cut blocks of 4, 2 and 2 rows evenly.
 // THREE: error: 3 chips do not divide the packed blocks 2:1:1 of axis 0 of 'layers.0.self_attn.qkv_proj.weight' (8 elements): each chip must hold an equal run [plan-mismatch]

@@ -13,7 +13,6 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 
 from tp_dialect.analysis.plan import TpPlan
-from tp_dialect.certificate import CERTIFICATE_ATTR
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.frontend.blocks import GenError
 from tp_dialect.universe import tp_context
@@ -31,8 +30,8 @@ def split_text(
     """``text`` (an unsharded program) split over ``chips`` chips by ``plan`` (a shipped
     plan's name or file, ``hf``, or a plan built in code), as MLIR text: with ``fold``, each
     all-reduce spelled as the seed's left fold of adds (tp-fold-allreduce); without
-    ``certified``, tp-split's certificate left off (the program as tp-gen has always written
-    it: tp-verify certifies it); ``comment`` (a ``//`` line) on top. GenError, one line,
+    ``certified``, not certified (tp-split's check skipped: the program as tp-gen has always
+    written it, for tp-verify to certify); ``comment`` (a ``//`` line) on top. GenError, one line,
     where tp-split refuses."""
     from tp_dialect.passes.fold_allreduce import TpFoldAllreduce
     from tp_dialect.passes.split import TpSplit, split_by_plan
@@ -40,16 +39,13 @@ def split_text(
     ctx = tp_context()
     module = Parser(ctx, text, "<tp-gen>").parse_module()
     try:
-        if isinstance(plan, TpPlan):
-            split_by_plan(module, plan, chips)
-        else:
-            TpSplit(chips=chips, plan=plan).apply(ctx, module)
+        if isinstance(plan, str):
+            plan = TpSplit(chips=chips, plan=plan).plan_for(module)
+        split_by_plan(module, plan, chips, certify=certified)
         if fold:
             TpFoldAllreduce().apply(ctx, module)
     except TpDiagnostic as err:
         raise GenError(err.message) from None
-    if not certified:
-        module.attributes.pop(CERTIFICATE_ATTR, None)
     out = StringIO()
     if comment:
         out.write(comment + "\n")
