@@ -337,16 +337,16 @@ def _whole(value: object, low: int, high: int) -> bool:
 
 def _parts(parts: object, where: str) -> int | tuple[int, ...]:
     """An entry's ``parts``: a count from 1 to 64, or a list of 1 to 64 relative sizes (each
-    a whole number from 1 to 2**31, so the blocks' sum stays a small number)."""
+    a whole number from 1 to 2**63 - 1, as every size in tp is an i64)."""
     if _whole(parts, 1, 64):
         return parts  # type: ignore[return-value]
     if (
         isinstance(parts, list)
         and 1 <= len(parts) <= 64
-        and all(_whole(w, 1, 2**31) for w in parts)
+        and all(_whole(w, 1, 2**63 - 1) for w in parts)
     ):
         return tuple(parts)
     raise PlanError(
         f"{where}: parts must be a whole number from 1 to 64, or a list of 1 to 64 relative "
-        "block sizes (whole numbers from 1 to 2**31)"
+        "block sizes (whole numbers from 1 to 2**63 - 1)"
     )

@@ -12,7 +12,7 @@ from io import StringIO
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 
-from tp_dialect.analysis.plan import TpPlan
+from tp_dialect.analysis.plan import PlanError, TpPlan
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.frontend.blocks import GenError
 from tp_dialect.universe import tp_context
@@ -46,6 +46,8 @@ def split_text(
             TpFoldAllreduce().apply(ctx, module)
     except TpDiagnostic as err:
         raise GenError(err.message) from None
+    except PlanError as err:  # a plan built in code that its own parser refuses
+        raise GenError(str(err)) from None
     out = StringIO()
     if comment:
         out.write(comment + "\n")
