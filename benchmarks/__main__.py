@@ -11,6 +11,7 @@ from benchmarks import (
     pass_growth,
     passes_scaling,
     relay_scaling,
+    serving,
     split,
 )
 
@@ -25,6 +26,7 @@ def main() -> None:
     outline.main()
     model_qwen3.main()
     machine_sweep.main()
+    serving.main()
 
 
 if __name__ == "__main__":

@@ -109,8 +109,10 @@ def main() -> None:
         print(f"| {k} | {rss:,.0f} | {cache / 1e6:.1f} |")
     first, last = seen[1], seen[TOKENS]
     grew = last[0] - first[0]
-    print(f"resident memory grew {grew:+.0f} MB from token 1 to {TOKENS}; cache held "
-          f"{'unchanged' if first[1] == last[1] else 'CHANGED'}")
+    print(
+        f"resident memory grew {grew:+.0f} MB from token 1 to {TOKENS}; cache held "
+        f"{'unchanged' if first[1] == last[1] else 'CHANGED'}"
+    )
     if first[1] != last[1]:
         sys.exit(1)
 

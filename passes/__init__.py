@@ -3,9 +3,9 @@
 tp-split (an unsharded program over N chips, by a plan); the lowering pipeline (docs/design.md §3):
 tp-verify, tp-raise-allreduce, tp-fuse, tp-relocate, tp-transfers, tp-phase, tp-link-points,
 tp-relay; tp-legalize (chip legality); tp-fold-allreduce (all-reduces spelled as the seed's
-folds, tp-raise-allreduce's inverse); and tp-inline (an outlined program's calls
-inlined: its flat form). Classes are imported on demand, as xDSL's own registry does, so
-listing passes stays cheap.
+folds, tp-raise-allreduce's inverse); tp-inline (an outlined program's calls inlined: its flat
+form); and tp-export (per-chip programs as plain-MLIR segments). Classes are imported on
+demand, as xDSL's own registry does, so listing passes stays cheap.
 On an outlined program (``@decode`` calling ``@layer``) the lowering passes place the
 callee's statements once, for every call: a call to a function holding chip work stays a
 bare statement of its caller (never in a section; alone in a phase), the caller's other
@@ -63,6 +63,12 @@ def _relay() -> type[ModulePass]:
     return TpRelay
 
 
+def _export() -> type[ModulePass]:
+    from tp_dialect.passes.export import TpExport
+
+    return TpExport
+
+
 def _fuse() -> type[ModulePass]:
     from tp_dialect.passes.fuse import TpFuse
 
@@ -106,4 +112,5 @@ TP_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tp-link-points": _link_points,
     "tp-relay": _relay,
     "tp-inline": _inline,
+    "tp-export": _export,
 }

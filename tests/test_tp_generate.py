@@ -44,13 +44,16 @@ def _tool(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
 def test_ids_equal_the_reference_and_the_report_says_them(
     tmp_path: Path, qwen3: Path, chips: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    report = tmp_path / "r.json"
+    report, logits = tmp_path / "r.json", tmp_path / "l.npz"
     argv = [str(qwen3), "--prompt-ids", PROMPT, "--prompt-ids", "9,9,3,4,5,6,7"]
     argv += ["--max-new-tokens", "6", "--chips", str(chips), "--report", str(report)]
-    assert main(argv) == 0
-    want = _want(qwen3, [[int(t) for t in PROMPT.split(",")], [9, 9, 3, 4, 5, 6, 7]], 6)
+    assert main([*argv, "--logits", str(logits)]) == 0
+    prompt = [[int(t) for t in PROMPT.split(",")], [9, 9, 3, 4, 5, 6, 7]]
+    want = _want(qwen3, prompt, 6)
     got = json.loads(report.read_text())
     assert got["ids"] == want
+    want_logits = R.Reference(qwen3).generate(np.array(prompt), 6)[1]
+    np.testing.assert_allclose(np.load(logits)["logits"], want_logits, rtol=1e-4, atol=1e-4)
     assert got["ttft_s"] > 0 and got["tpot_s"] > 0
     out = capsys.readouterr().out
     assert f"row 0: {' '.join(map(str, want[0]))}" in out

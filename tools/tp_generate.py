@@ -10,6 +10,7 @@ is one line and exit 1; ``--report`` is written whole or not at all.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import subprocess
 import sys
@@ -63,7 +64,11 @@ def parser() -> ToolParser:
         default="programs",
         help="how far the programs are lowered before they run (default: programs)",
     )
-    p.add_argument("--logits", action="store_true", help="check each step's gathered logits")
+    p.add_argument(
+        "--logits",
+        metavar="FILE.npz",
+        help="write each step's gathered logits here (an array [steps, B, V] named 'logits')",
+    )
     p.add_argument("--report", help="write ids, ttft_s and tpot_s here (JSON)")
     p.add_argument(
         "--mpi", type=at_least(1, int), metavar="N", help="run as N MPI ranks, one per chip"
@@ -126,7 +131,7 @@ def _tokenizer(model_dir: Path):  # type: ignore[no-untyped-def]
 def _main(argv: Sequence[str] | None) -> int:
     args = parser().parse_args(argv)
     model_dir = Path(args.model)
-    check_writable(args.report)
+    check_writable(args.report, args.logits)
     prompt = prompt_of(args, model_dir)
     if args.mpi is not None:
         return _launch(args, list(sys.argv[1:] if argv is None else argv))
@@ -140,7 +145,7 @@ def _main(argv: Sequence[str] | None) -> int:
         max_positions=positions,
         batch=prompt.shape[0],
         stage=args.stage,
-        logits=args.logits,
+        logits=args.logits is not None,
         backend=args.backend,
     )
     if model is None:  # a serving rank under mpiexec: rank 0 speaks
@@ -166,6 +171,10 @@ def _main(argv: Sequence[str] | None) -> int:
     )
     if args.report:
         write_atomically(args.report, json.dumps(result.to_json(), indent=2) + "\n")
+    if args.logits:
+        out = io.BytesIO()
+        np.savez(out, logits=np.stack(result.logits))
+        write_atomically(args.logits, out.getvalue())
     return 0
 
 

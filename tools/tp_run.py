@@ -35,6 +35,7 @@ from tp_dialect.runtime.checkpoint import (
     CASTS,
 )
 from tp_dialect.runtime.host_memory import NotEnoughMemory, check_fits, run_needs
+from tp_dialect.runtime.iree_exec import IreeError
 from tp_dialect.runtime.model import (
     ModelError,
 )
@@ -58,6 +59,7 @@ from tp_dialect.tools.run_io import (
     warn_certificate,
     write_outputs,
 )
+from tp_dialect.tools.run_iree import check_iree_flags, describe, execute_iree
 from tp_dialect.tools.run_model import check_formats, model_step
 from tp_dialect.tools.run_mpi import launch, main_mpi
 from tp_dialect.tools.source import SourceMap, load_program_mapped, located
@@ -150,10 +152,17 @@ def parser() -> argparse.ArgumentParser:
     )
     r.add_argument(
         "--backend",
-        choices=("interp", "mpi"),
+        choices=("interp", "mpi", "iree"),
         default="interp",
         help="interp (default): one process; mpi: this process is one rank of an MPI world "
-        "(mpiexec -n N tp-run PROGRAM --backend mpi ...)",
+        "(mpiexec -n N tp-run PROGRAM --backend mpi ...); iree: the per-chip programs "
+        "compiled by IREE to native code, one process (pip install 'tp[iree]')",
+    )
+    r.add_argument(
+        "--iree-cache",
+        metavar="DIR",
+        help="with --backend iree: keep compiled modules here (default $TP_IREE_CACHE, else "
+        "~/.cache/tp/iree)",
     )
     r.add_argument(
         "--relay",
@@ -182,6 +191,7 @@ def _main(argv: Sequence[str] | None) -> int:
     args = parser().parse_args(argv)
     check_position(args)
     check_formats(args)
+    check_iree_flags(args)
     if args.mpi is not None:
         return launch(args, list(sys.argv[1:] if argv is None else argv))
     if args.backend == "mpi":
@@ -215,13 +225,17 @@ def _run(args: argparse.Namespace, module: ModuleOp, source_map: SourceMap) -> i
     source = source_of(args, module)
     inputs = inputs_of(args, module, source)
     check_sources(args, module, source, inputs)
-    outputs, load_s, run_s = execute(module, source, inputs, args.storage, args.cast)
     chips = module.attributes.get("tp.chips")
-    print(
-        f"ran {args.program} ({chips.value.data if chips else 1} chip(s)"
-        f"{', storage semantics' if args.storage else ''}): "
-        f"load {load_s * 1e3:.1f} ms, run {run_s * 1e3:.1f} ms"
-    )
+    where = f"{args.program} ({chips.value.data if chips else 1} chip(s)"
+    if args.backend == "iree":
+        outputs, load_s, run = execute_iree(args, module, source, inputs)
+        print(f"ran {where} on {describe(run)}): load {load_s * 1e3:.1f} ms")
+    else:
+        outputs, load_s, run_s = execute(module, source, inputs, args.storage, args.cast)
+        print(
+            f"ran {where}{', storage semantics' if args.storage else ''}): "
+            f"load {load_s * 1e3:.1f} ms, run {run_s * 1e3:.1f} ms"
+        )
     if args.stats:
         print(format_stats(pipeline_stats(module)))
     write_outputs(args, outputs)
@@ -242,6 +256,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             NotEnoughMemory,
             TpDiagnostic,
             mpi_exec.MpiError,
+            IreeError,
         ),
     )
 

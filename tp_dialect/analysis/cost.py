@@ -3,11 +3,14 @@
 A ``linalg.generic`` runs over its iteration domain: a contraction (`linalg_kinds`' one
 definition, a sum of squares included) is 2 FLOPs per point, a map or reduction one per arith
 op of its body per point; its bytes are its tensor operands read and its results written (a
-weight is read once per step, which is what bounds decode). Views
+weight is read once per step, which is what bounds decode), plus what a gather's body
+extracts from a captured table (`gathered_bytes`: the rows it looks up, not the table). Views
 (reshapes, a chip's slice of a resident weight or cache) cost nothing; an in-place cache
-update writes only its slice. All-reduce data movement is costed by the model (transfers, or
-a ring collective's alpha-beta), its adds here; a maxloc's likewise (its pairs move by
-transfers), its compares here.
+update writes only its slice. A ``func.call`` a section runs as one op (a call tp-relocate
+did not lower) costs its callee's statements (`call_cost`). `matmul_flops` counts the FLOPs of
+the products of two operands some work runs (the compute bound's). All-reduce data movement
+is costed by the model (transfers, or a ring collective's alpha-beta), its adds here; a
+maxloc's likewise (its pairs move by transfers), its compares here.
 
 What a generic is (domain, contraction) and a tensor's bytes come from `tp_dialect.linalg_kinds`;
 ``nbytes`` is re-exported here for the model and the passes that import it from this module.
@@ -20,14 +23,16 @@ from dataclasses import dataclass, replace
 
 from xdsl.dialects import arith, tensor
 from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.dialects.linalg import ops as linalg
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from tp_dialect.analysis.links import exchange_time
 from tp_dialect.analysis.machine import Machine
+from tp_dialect.analysis.values import callee, walk_calls
 from tp_dialect.attrs import SliceAttr
 from tp_dialect.dtypes import numpy_dtype
-from tp_dialect.linalg_kinds import domain_size, elements, is_contraction, nbytes
+from tp_dialect.linalg_kinds import contraction, domain_size, elements, is_contraction, nbytes
 from tp_dialect.ops import AllReduceOp, MaxLocOp, SectionOp, ShardOp, UnshardOp, YieldOp
 
 
@@ -118,7 +123,9 @@ def _leaf_cost(op: Operation) -> Cost:
         body = [o for o in op.body.block.ops if not isinstance(o, linalg.YieldOp)]
         arith_ops = sum(1 for o in body if not isinstance(o, arith.ExtFOp | arith.ConstantOp))
         per_point = 2 if is_contraction(op) else max(arith_ops, 1)
-        return Cost(per_point * domain, reads + writes)
+        return Cost(per_point * domain, reads + writes + gathered_bytes(op))
+    if isinstance(op, CallOp):
+        return call_cost(op)
     if isinstance(op, tensor.InsertSliceOp):
         # In place: the entry read and written. Updating a copy reads and writes it all.
         return Cost(0, 2 * nbytes(op.source.type), copied=2 * nbytes(op.dest.type))
@@ -133,6 +140,70 @@ def _leaf_cost(op: Operation) -> Cost:
     writes = sum(nbytes(r.type) for r in op.results)
     points = max((elements(r.type) for r in op.results), default=0)
     return Cost(points, reads + writes)
+
+
+def gathered_bytes(op: linalg.GenericOp) -> float:
+    """The bytes ``op``'s body reads from tensors it captures (``tensor.extract`` of a value
+    defined outside it: an embedding's table): one element per point of its domain for each
+    extract, at most the whole tensor — a gather reads the rows it looks up."""
+    total = 0.0
+    for inner in op.body.walk():
+        if isinstance(inner, tensor.ExtractOp) and not _defined_in(inner.tensor, op):
+            t = inner.tensor.type
+            if isinstance(t, TensorType):
+                itemsize = numpy_dtype(t.element_type).itemsize
+                total += min(nbytes(t), domain_size(op) * itemsize)
+    return total
+
+
+def _defined_in(value: SSAValue, op: Operation) -> bool:
+    """Whether ``value`` is made inside ``op`` (by an op in it, or as one of its blocks')."""
+    owner = value.owner
+    parent = owner.parent_op() if isinstance(owner, Block) else owner
+    return parent is not None and (parent is op or op.is_ancestor(parent))
+
+
+def call_cost(call: CallOp, _path: tuple[FuncOp, ...] = ()) -> Cost:
+    """The cost of a ``func.call`` run as one op: its callee's statements' costs summed (a
+    call it cannot follow, or a recursive one, costs its operands read and results written,
+    as any other op)."""
+    f = callee(call)
+    if f is None or f in _path:
+        return Cost(
+            0,
+            sum(nbytes(v.type) for v in call.operands) + sum(nbytes(r.type) for r in call.results),
+        )
+    total = Cost()
+    for inner in f.body.block.ops:
+        if isinstance(inner, ReturnOp):
+            continue
+        if isinstance(inner, CallOp):
+            total = total + replace(call_cost(inner, (*_path, f)), ops=1)
+        else:
+            total = total + op_cost(inner)
+    return total
+
+
+def matmul_flops(op: Operation) -> float:
+    """The FLOPs of the products of two operands ``op`` runs: 2 per multiply-add of every
+    contraction in it whose two factors differ (projections, attention, the head; a norm's sum
+    of squares left out), a call's callee run once per call (`values.walk_calls`)."""
+    total = 0.0
+    for inner in op.walk():
+        if isinstance(inner, CallOp) and (f := callee(inner)) is not None:
+            total += sum(_product_flops(o) for o, _ in walk_calls(f))
+        else:
+            total += _product_flops(inner)
+    return total
+
+
+def _product_flops(op: Operation) -> float:
+    """2 x the domain of a contraction of two different factors, else 0."""
+    if isinstance(op, linalg.GenericOp):
+        found = contraction(op)
+        if found is not None and found.factors[0] != found.factors[1]:
+            return 2.0 * domain_size(op)
+    return 0.0
 
 
 # -- all-reduce algorithms ------------------------------------------------------------------

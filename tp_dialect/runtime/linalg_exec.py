@@ -53,7 +53,7 @@ from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import InterpretationError
 
 from tp_dialect.dtypes import numpy_dtype
-from tp_dialect.linalg_kinds import contraction, loop_maps
+from tp_dialect.linalg_kinds import Argmax, argmax, contraction, loop_maps
 from tp_dialect.runtime.int_ops import element_type
 from tp_dialect.runtime.scalar_ops import Kernel, kernel_for
 
@@ -495,7 +495,40 @@ def run_structured(
                 values, plan.out_dims, args[n_in:], plan.out_dtypes, strict=True
             )
         )
+    found = argmax(op)
+    if found is not None and _whole_array_argmax(plan, found, sizes):
+        return _run_argmax(plan, found, args, sizes, views)
     return _run_loop(interpreter, op, plan, args, sizes, views)
+
+
+def _whole_array_argmax(plan: _Plan, found: Argmax, sizes: Sequence[int]) -> bool:
+    """Whether the greedy argmax ``found`` can run on whole arrays (`_run_argmax`): a constant
+    offset, a non-empty reduced loop, and both outputs laid out alike."""
+    dims = plan.out_dims
+    return found.offset is not None and sizes[found.loop] > 0 and dims[0] == dims[1]
+
+
+def _run_argmax(
+    plan: _Plan, found: Argmax, args: Sequence[Any], sizes: list[int], views: list[Any]
+) -> tuple[np.ndarray, ...]:
+    """The greedy argmax on whole arrays, equal to its body folded point by point (the
+    loop over a vocabulary would be one body run per logit): the largest value replaces the
+    start only where it is strictly greater (``ogt``: a NaN never replaces, so NaNs count as
+    -inf), with the first index of it (``argmax`` keeps the first of ties)."""
+    assert found.offset is not None
+    values = np.broadcast_to(views[0], sizes)
+    if values.dtype.kind == "f":
+        values = np.where(np.isnan(values), -np.inf, values)
+    best = values.max(axis=found.loop)
+    first = values.argmax(axis=found.loop) + found.offset
+    start, index = args[plan.n_in], args[plan.n_in + 1]
+    best_out = _from_domain(best, plan.out_dims[0], start.shape)
+    first_out = _from_domain(first, plan.out_dims[1], index.shape)
+    take = best_out > start
+    return (
+        np.where(take, best_out, start).astype(plan.out_dtypes[0]),
+        np.where(take, first_out, index).astype(plan.out_dtypes[1]),
+    )
 
 
 def _yielded(values: list[Any], plan: _Plan, op: Operation) -> list[Any]:

@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
 from tp_dialect.diagnostics import TpDiagnostic
+from tp_dialect.frontend.blocks import GenError
 from tp_dialect.frontend.registry import Pretrained, read_model
 from tp_dialect.passes.split import TpSplit
 from tp_dialect.passes.universe import lowered
@@ -262,10 +263,10 @@ def token_ids(config: Mapping[str, Any], directory: Path) -> tuple[tuple[int, ..
 
 
 def split(module: ModuleOp, chips: int, plan: str) -> ModuleOp:
-    """``module`` (an unsharded step) split over ``chips`` by tp-split's ``plan``; a
-    refusal is a ServingError naming it."""
+    """``module`` (an unsharded step) split over ``chips`` by tp-split's ``plan`` (in
+    place); a refusal is a GenError naming it."""
     try:
         TpSplit(chips=chips, plan=plan).apply(tp_context(), module)
     except TpDiagnostic as err:
-        raise ServingError(err.message) from None
+        raise GenError(err.message) from None
     return module

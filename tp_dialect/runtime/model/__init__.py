@@ -4,8 +4,9 @@ Invariant: `model` runs one simulation over the shared core and fills one `Model
 same way whatever the mode: the chips' memories (`memory`: one model for sectioned and
 per-chip programs — what each chip holds, what is live, every read checked), the split of the
 step's time into compute + communication + idle (`report.decompose`, from the mode's
-timeline), and the bounds (`bounds`: the seed's lower bound and the physical bound). The
-simulations differ only in how they order the same work:
+timeline), and the bounds (`bounds`: the seed's lower bound, the physical bound, the compute
+bound and the step's bound, the larger of the last two). The simulations differ only in how
+they order the same work:
 
 - ``sequential`` (`phase`): a sectioned program's statements one after another;
 - ``phase`` (`phase`): phase by phase, each as long as its longest statement plus a barrier;
@@ -28,8 +29,11 @@ from xdsl.dialects.builtin import ModuleOp
 from tp_dialect.analysis.call_runs import CallError, Runs
 from tp_dialect.analysis.machine import Machine
 from tp_dialect.runtime.model.bounds import (
+    ComputeBound,
     PhysicalBound,
+    StepBound,
     allreduces,
+    compute_bound,
     lower_bound,
     physical_bound,
 )
@@ -79,6 +83,7 @@ def model(
     sizes = allreduces(func, runs)
     report.lower_bound = lower_bound(module, machine, sizes)
     report.physical = physical_bound(module, machine, memories.held, sizes, runs)
+    report.compute = compute_bound(module, machine, runs)
     return report, timeline
 
 
@@ -88,7 +93,10 @@ __all__ = [
     "LayerFigures",
     "ModelError",
     "ModelReport",
+    "ComputeBound",
     "PhysicalBound",
+    "StepBound",
+    "compute_bound",
     "default_mode",
     "lower_bound",
     "model",

@@ -1,8 +1,8 @@
 """Bounds on a modelled step: what no schedule of the program can beat.
 
-Invariant: both bounds read only the program's data (shards, arguments, results, all-reduces)
-and the machine, the same at every stage of lowering, so a mode's ratio to them compares
-schedules, not stages. All-reduces are counted one per sum (`allreduces`): a copy per chip
+Invariant: every bound reads only the program's data (shards, arguments, results, all-reduces,
+contractions) and the machine, the same at every stage of lowering, so a mode's ratio to them
+compares schedules, not stages. All-reduces are counted one per sum (`allreduces`): a copy per chip
 program is one all-reduce, and a two-shot all-reduce spelled as N folds of 1/N slices of the
 same partials is one all-reduce of the whole tensor.
 
@@ -15,6 +15,18 @@ same partials is one all-reduce of the whole tensor.
   algorithm needs for its tensor on the machine's topology
   (`cost.least_allreduce_link_time`). In a decode step every all-reduce is on the dependency
   chain (each layer's output feeds the next layer), so all are counted.
+
+- `compute_bound`: the program's useful FLOPs over the N chips' peak: 2 per multiply-add
+  of every contraction of two different operands each chip runs (`cost.matmul_flops`: the
+  projections, the MLP, attention over the cache, the LM head; a norm's sum of squares left
+  out), summed over the chips — a split contraction's slices add up to the unsharded one's.
+  No schedule beats it: every chip computes at most ``peak_flops``.
+- The step's bound (`StepBound`) is the larger of the compute bound and the physical bound,
+  and names what binds: ``compute-bound`` (a long prefill on few chips), else the physical
+  bound's larger part, ``HBM-bound`` (decode) or ``link-bound`` (all-reduce link time).
+
+A gather (an embedding's ``tensor.extract`` of a captured table in a generic's body) reads
+the rows it looks up, not the table (`cost.gathered_bytes`).
 
 An outlined program (``@decode`` calling ``@layer``) is bounded as its flat program: a
 callee's shards, cache writes and all-reduces count once per call, with that call's data
@@ -29,6 +41,7 @@ from dataclasses import dataclass, field
 from xdsl.dialects import tensor
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
+from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from tp_dialect.analysis.call_runs import Frame, HeldKey, Ref, Runs
@@ -36,7 +49,9 @@ from tp_dialect.analysis.chip_calls import chip_function, tag_of
 from tp_dialect.analysis.cost import (
     VIEWS,
     allreduce_link_time,
+    gathered_bytes,
     least_allreduce_link_time,
+    matmul_flops,
     nbytes,
 )
 from tp_dialect.analysis.folds import find_folds
@@ -44,7 +59,14 @@ from tp_dialect.analysis.machine import Machine
 from tp_dialect.analysis.manifest import Collective, one_per_sum, read_manifest
 from tp_dialect.analysis.programs import programs
 from tp_dialect.analysis.touch import storage
-from tp_dialect.analysis.values import origin, sent_values, visible
+from tp_dialect.analysis.values import (
+    callee,
+    origin,
+    origin_through,
+    sent_values,
+    visible,
+    walk_calls,
+)
 from tp_dialect.attrs import chip_of
 from tp_dialect.grid import stated_chips
 from tp_dialect.ops import AllReduceOp, SectionOp, ShardOp, UnshardOp
@@ -125,14 +147,23 @@ def _scope(op: Operation) -> str | None:
 
 
 def _sizes(found: list[Collective], sends: dict[str, SSAValue]) -> list[int]:
-    """The bytes of each distinct sum among ``found`` (copies merged as the manifest does)."""
-    sizes = []
+    """The bytes of each distinct sum among ``found`` (copies merged as the manifest does;
+    the 1/N slices of a two-shot or ring all-reduce, each folded on its own, are one sum of
+    the partials they were cut from, as `allreduces` counts them)."""
+    sizes: dict[frozenset[SSAValue], int] = {}
     for coll in one_per_sum(found, sends):
-        root = origin(coll.partials[0], sends) if coll.partials else visible(coll.result)
-        if isinstance(root.owner, tensor.ExtractSliceOp):
-            root = origin(root.owner.source, sends)
-        sizes.append(nbytes(root.type))
-    return sizes
+        roots = [_unsliced(origin(p, sends), sends) for p in coll.partials]
+        if not roots:
+            roots = [_unsliced(visible(coll.result), sends)]
+        sizes.setdefault(frozenset(roots), nbytes(roots[0].type))
+    return list(sizes.values())
+
+
+def _unsliced(root: SSAValue, sends: dict[str, SSAValue]) -> SSAValue:
+    """The value a slice was cut from (``tensor.extract_slice``), else ``root``."""
+    if isinstance(root.owner, tensor.ExtractSliceOp):
+        return origin(root.owner.source, sends)
+    return root
 
 
 def _root(runs: Runs, frame: Frame, partial: SSAValue, sends: dict[str, SSAValue]) -> Ref:
@@ -249,13 +280,14 @@ def physical_bound(
     runs = runs or Runs(func)
     held = holdings(runs, n) if held is None else held
     read: list[set[HeldKey]] = [set() for _ in range(n)]
+    gathered: list[dict[HeldKey, float]] = [{} for _ in range(n)]
     written = [0.0] * n
-    accesses: dict[SectionOp, list[tuple[SSAValue | None, int, list[SSAValue]]]] = {}
+    accesses: dict[SectionOp, list[Access]] = {}
     for frame in runs.frames:
         for section, chips in placed_in(runs, frame.func):
             if section not in accesses:
                 accesses[section] = _accesses(section)
-            for dest, entry, operands in accesses[section]:
+            for dest, entry, operands, rows in accesses[section]:
                 if dest is not None and runs.held_key(frame, dest) is not None:
                     for c in chips:  # the cache entry it writes (the cache read is counted)
                         written[c] += entry
@@ -263,8 +295,10 @@ def physical_bound(
                     key = runs.held_key(frame, operand)
                     if key is not None:
                         for c in chips:
-                            if key in held[c]:
+                            if key in held[c] and rows is None:
                                 read[c].add(key)
+                            elif key in held[c]:
+                                gathered[c][key] = gathered[c].get(key, 0.0) + rows
     ret = func.body.block.last_op
     if isinstance(ret, ReturnOp):
         for value in ret.operands:
@@ -279,33 +313,134 @@ def physical_bound(
                 chip = chip_of(part.type)
                 for c in range(n) if chip is None else (chip,):
                     written[c] += nbytes(part.type)  # a spine output: every chip stores one
-    moved = [written[c] + sum(held[c][key].bytes for key in read[c]) for c in range(n)]
+    # A table gathered from reads its rows (at most itself); one also read whole, once whole.
+    rows_read = [
+        sum(min(rows, held[c][k].bytes) for k, rows in gathered[c].items() if k not in read[c])
+        for c in range(n)
+    ]
+    moved = [
+        written[c] + rows_read[c] + sum(held[c][key].bytes for key in read[c]) for c in range(n)
+    ]
     sizes = allreduces(func, runs) if sizes is None else sizes
     link = sum(least_allreduce_link_time(b, n, machine) for b in sizes)
     hbm = max(moved, default=0.0) / machine.hbm_bandwidth
     return PhysicalBound(hbm + link, moved, hbm, len(sizes), link)
 
 
-def _accesses(section: SectionOp) -> list[tuple[SSAValue | None, int, list[SSAValue]]]:
+Access = tuple[SSAValue | None, int, list[SSAValue], float | None]
+
+
+COMPUTE_NOTE = (
+    "2 FLOPs per multiply-add of every contraction of two different operands the chips run "
+    "(projections, MLP, attention, LM head; norms' sums of squares left out), over "
+    "N x peak FLOPs"
+)
+
+
+@dataclass
+class ComputeBound:
+    """The compute bound and its parts (module docstring)."""
+
+    seconds: float = 0.0
+    flops: float = 0.0
+    chips: int = 1
+
+    def to_json(self) -> dict[str, object]:
+        """The bound's parts as plain data, with what it counts."""
+        return {
+            "seconds": self.seconds,
+            "flops": self.flops,
+            "chips": self.chips,
+            "counts": COMPUTE_NOTE,
+        }
+
+
+def useful_flops(runs: Runs) -> float:
+    """The FLOPs `compute_bound` counts: `cost.matmul_flops` of every section each chip runs
+    (a lowered call's callee once per call), summed over the chips running it."""
+    per_section: dict[SectionOp, float] = {}
+    total = 0.0
+    for frame in runs.frames:
+        for section, chips in placed_in(runs, frame.func):
+            if section not in per_section:
+                per_section[section] = matmul_flops(section)
+            total += per_section[section] * len(chips)
+    return total
+
+
+def compute_bound(module: ModuleOp, machine: Machine, runs: Runs | None = None) -> ComputeBound:
+    """The compute bound of ``module``'s step on ``machine`` (module docstring): its
+    `useful_flops` over N x the machine's peak FLOPs. ``runs``: the program's `Runs`, if
+    already made."""
+    n = chips_of(module)
+    flops = useful_flops(runs or Runs(entry_function(module)))
+    return ComputeBound(flops / (n * machine.peak_flops), flops, n)
+
+
+@dataclass
+class StepBound:
+    """The step's bound: the larger of its compute bound and its physical (memory) bound,
+    and which of the two binds."""
+
+    compute: ComputeBound = field(default_factory=ComputeBound)
+    physical: PhysicalBound = field(default_factory=PhysicalBound)
+
+    @property
+    def seconds(self) -> float:
+        """max(compute bound, physical bound)."""
+        return max(self.compute.seconds, self.physical.seconds)
+
+    @property
+    def binding(self) -> str:
+        """``compute-bound`` when the compute bound is the larger; else the physical bound's
+        larger part: ``HBM-bound`` (its HBM time) or ``link-bound`` (its all-reduces' least
+        link time: a long prefill's activations over slow links)."""
+        if self.compute.seconds > self.physical.seconds:
+            return "compute-bound"
+        return "link-bound" if self.physical.link_s > self.physical.hbm_s else "HBM-bound"
+
+
+def _accesses(section: SectionOp) -> list[Access]:
     """What each op of ``section`` (views aside) may read or write of host data, in its
     function's terms: an in-place write's destination and the bytes of the entry it writes
-    (None, 0 for any other op), and the operands it reads that may be host data (its origin
-    a block argument, a shard or a call's result; an in-place write reads only the new
-    entry)."""
-    found: list[tuple[SSAValue | None, int, list[SSAValue]]] = []
-    for inner in section.walk():
-        if isinstance(inner, VIEWS):
+    (None, 0 for any other op), the operands it reads that may be host data (its origin a
+    block argument, a shard or a call's result; an in-place write reads only the new entry),
+    and how many of their bytes it reads: None for all of them, or a gather's rows
+    (`cost.gathered_bytes`: a ``tensor.extract`` in a generic's body of a table it
+    captures). A call the section runs as one op (a call tp-relocate did not lower) does
+    what its callee's ops do, their arguments its operands (`values.walk_calls`)."""
+    found: list[Access] = []
+    for op in section.walk():
+        if not isinstance(op, CallOp) or (f := callee(op)) is None:
+            found += _access(op, ())
             continue
-        operands = list(inner.operands)
-        dest: SSAValue | None = None
-        entry = 0
-        if isinstance(inner, tensor.InsertSliceOp):
-            operands.remove(inner.dest)
-            dest, entry = inner.dest, nbytes(inner.source.type)
-        kept = [v for v in operands if _may_be_held(v)]
-        if dest is not None or kept:
-            found.append((dest, entry, kept))
+        for inner, calls in walk_calls(f):
+            found += _access(inner, (op, *calls))
     return found
+
+
+def _access(op: Operation, calls: tuple[CallOp, ...]) -> list[Access]:
+    """`_accesses` of one op run through ``calls`` (outermost first): its values in the
+    terms of the function the first call is in (none when it reads no host data)."""
+    if isinstance(op, VIEWS) or (calls and isinstance(op, CallOp | ReturnOp)):
+        return []  # a followed call's ops are its callee's; its return hands values back
+
+    def outer(value: SSAValue) -> SSAValue:
+        return origin_through(storage(value), calls) if calls else value
+
+    if isinstance(op, tensor.ExtractOp) and isinstance(gather := op.parent_op(), linalg.GenericOp):
+        table = outer(op.tensor)
+        if not _may_be_held(table):
+            return []
+        return [(None, 0, [table], min(nbytes(op.tensor.type), gathered_bytes(gather)))]
+    operands = list(op.operands)
+    dest: SSAValue | None = None
+    entry = 0
+    if isinstance(op, tensor.InsertSliceOp):
+        operands.remove(op.dest)
+        dest, entry = outer(op.dest), nbytes(op.source.type)
+    kept = [v for v in map(outer, operands) if _may_be_held(v)]
+    return [(dest, entry, kept, None)] if dest is not None or kept else []
 
 
 def _may_be_held(value: SSAValue) -> bool:

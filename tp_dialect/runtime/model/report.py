@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from tp_dialect.analysis.machine import Machine
 from tp_dialect.names import layer_of
-from tp_dialect.runtime.model.bounds import PhysicalBound
+from tp_dialect.runtime.model.bounds import ComputeBound, PhysicalBound, StepBound
 from tp_dialect.runtime.model.core import layer_rank
 from tp_dialect.runtime.timeline import Slice, Timeline
 
@@ -56,6 +56,7 @@ class ModelReport:
     bytes_moved: float = 0.0
     lower_bound: float = 0.0
     physical: PhysicalBound = field(default_factory=PhysicalBound)
+    compute: ComputeBound = field(default_factory=ComputeBound)
     layers: dict[str, LayerFigures] = field(default_factory=dict[str, LayerFigures])
     memory: list[dict[str, float | int | bool]] = field(default_factory=list)
     chip_busy: list[dict[str, float | int]] = field(default_factory=list)
@@ -65,6 +66,11 @@ class ModelReport:
     def physical_bound(self) -> float:
         """The physical bound's seconds (see `bounds.physical_bound`)."""
         return self.physical.seconds
+
+    @property
+    def bound(self) -> StepBound:
+        """The step's bound: max(compute bound, physical bound), naming the binding one."""
+        return StepBound(self.compute, self.physical)
 
     def layer(self, label: str) -> LayerFigures:
         """The figures of the layer ``label`` belongs to, created on first use."""
@@ -94,6 +100,11 @@ class ModelReport:
             "physical_bound_s": self.physical_bound,
             "ratio_to_physical_bound": _ratio(self.step_time, self.physical_bound),
             "physical_bound": self.physical.to_json(),
+            "compute_bound_s": self.compute.seconds,
+            "compute_bound": self.compute.to_json(),
+            "step_bound_s": self.bound.seconds,
+            "ratio_to_step_bound": _ratio(self.step_time, self.bound.seconds),
+            "binding": self.bound.binding,
             "layers": [vars(self.layers[k]) for k in order],
             "memory": self.memory,
             "chip_busy": self.chip_busy,
@@ -101,15 +112,18 @@ class ModelReport:
         }
 
     def summary(self) -> str:
-        """One line: the step, its split, bytes moved, and both bounds with the ratios
-        (times in ms to four significant digits, so a tiny program's parts do not print 0)."""
+        """One line: the step, its split, bytes moved, the lower and physical bounds with
+        the ratios, the compute bound and which bound binds, and the ratio to the larger (times
+        in ms to four significant digits, so a tiny program's parts do not print 0)."""
         return (
             f"modelled step on {self.chips} x {self.machine.name} ({self.mode} mode): "
             f"{_ms(self.step_time)} (compute {_ms(self.compute_time)}, communication "
             f"{_ms(self.communication_time)}, idle {_ms(self.idle_time)}), "
             f"{self.bytes_moved / 1e6:.4g} MB moved; lower bound {_ms(self.lower_bound)} "
             f"({_ratio_text(self.step_time, self.lower_bound)}), physical bound "
-            f"{_ms(self.physical_bound)} ({_ratio_text(self.step_time, self.physical_bound)})"
+            f"{_ms(self.physical_bound)} ({_ratio_text(self.step_time, self.physical_bound)}), "
+            f"compute bound {_ms(self.compute.seconds)}: {self.bound.binding}, step "
+            f"{_ratio_text(self.step_time, self.bound.seconds)} its bound"
         )
 
 

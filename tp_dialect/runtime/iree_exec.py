@@ -1,0 +1,383 @@
+"""Per-chip programs run as native code built by IREE, in one process, under the host's relay.
+
+`run_iree` exports a copy of the program (tp-export: one plain-MLIR function per stretch a
+chip runs between two halts, and ``@host``), compiles each distinct function once with IREE
+for the host CPU (``llvm-cpu``), and runs the relay's steps on IREE's runtime: a ``run``
+calls the chip's segment, a ``copy`` hands a sent buffer to the receiving chip — links,
+carried values and outputs stay IREE device arrays the host only passes on. Weights and
+caches are placed on the device once, each distinct slice once.
+
+`ModuleCache` keeps compiled modules on disk, keyed by a SHA-256 of the segment's text, the
+IREE version, the target and its flags: a second run compiles nothing. An entry is a digest
+of its payload followed by the payload; one whose digest does not match (truncated,
+overwritten) is compiled again and rewritten, never loaded. Entries are written atomically.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.metadata
+import io
+import os
+import platform
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import BlockArgument
+from xdsl.printer import Printer
+
+from tp_dialect.ops import ShardOp
+from tp_dialect.passes.export import export_module, manifest_of
+from tp_dialect.program_ops import ChipProgramOp
+from tp_dialect.runtime.arrays import slice_of
+from tp_dialect.runtime.reference import bind
+from tp_dialect.runtime.segments import run_segments
+from tp_dialect.signature import entry_function, ports
+
+EXTRA = "iree"
+"""The extra installing IREE (``pip install 'tp[iree]'``)."""
+
+TARGET = "llvm-cpu"
+FLAGS = (
+    "--iree-llvmcpu-target-cpu=host",
+    # f64 stays f64: IREE would otherwise demote it to f32, changing the numbers.
+    "--iree-input-demote-f64-to-f32=false",
+)
+"""IREE's target and flags: native code for this machine's CPU."""
+
+_MAGIC = b"tp-iree-1\n"
+
+
+class IreeError(Exception):
+    """IREE is missing, refused a segment, or failed running one: one line, for the user."""
+
+
+def iree() -> tuple[ModuleType, ModuleType]:
+    """IREE's compiler and runtime modules; an IreeError naming the extra when absent."""
+    try:
+        import iree.compiler as compiler
+        import iree.runtime as runtime
+    except ImportError:
+        raise IreeError(
+            f"--backend iree needs IREE, which is not installed: pip install 'tp[{EXTRA}]' "
+            "(iree-base-compiler and iree-base-runtime 3.13.0)"
+        ) from None
+    return compiler, runtime
+
+
+def iree_version() -> str:
+    """The installed IREE compiler's version (part of every cache key)."""
+    return importlib.metadata.version("iree-base-compiler")
+
+
+def default_cache_dir() -> Path:
+    """Where compiled modules are kept: ``$TP_IREE_CACHE``, else ``tp/iree`` under the
+    user's cache directory (``$XDG_CACHE_HOME``, else ``~/.cache``)."""
+    if given := os.environ.get("TP_IREE_CACHE"):
+        return Path(given)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "tp" / "iree"
+
+
+@dataclass
+class ModuleCache:
+    """Compiled modules on disk by the digest of what they are compiled from; counts what
+    it compiled and what it found."""
+
+    directory: Path
+    compiled: int = 0
+    hits: int = 0
+    rebuilt: int = 0
+
+    def key(self, text: str) -> str:
+        """The digest naming ``text``'s compiled module: its text, IREE's version, the target
+        and its flags, the machine and its CPU (a cache shared by machines never hands one
+        code built for another's CPU)."""
+        stamp = "\n".join([iree_version(), TARGET, *FLAGS, platform.machine(), _cpu(), ""])
+        return hashlib.sha256(stamp.encode() + text.encode()).hexdigest()
+
+    def get(self, text: str, where: str) -> bytes:
+        """The compiled module of ``text``: from disk when a sound entry is there, else
+        compiled (and stored); an IreeError naming ``where`` with IREE's first error line
+        when IREE refuses it."""
+        path = self.directory / f"{self.key(text)}.vmfb"
+        stored = _read_entry(path)
+        if stored is not None:
+            self.hits += 1
+            return stored
+        if path.exists():
+            self.rebuilt += 1  # a corrupt entry: never trusted, compiled again
+        compiler, _ = iree()
+        try:
+            vmfb = compiler.compile_str(text, target_backends=[TARGET], extra_args=list(FLAGS))
+        except Exception as err:  # IREE's CompilerToolError, or its failure to start
+            raise IreeError(f"{where}: IREE refused it: {first_error(str(err))}") from None
+        self.compiled += 1
+        _write_entry(path, bytes(vmfb))
+        return bytes(vmfb)
+
+
+@functools.cache
+def _cpu() -> str:
+    """This CPU as code built for ``target-cpu=host`` depends on it: its model and feature
+    flags (Linux's /proc/cpuinfo), else what Python knows of it."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            lines = [line for line in f if line.startswith(("model name", "flags"))][:2]
+    except OSError:
+        lines = []
+    return "".join(lines).strip() or platform.processor()
+
+
+def first_error(diagnostics: str) -> str:
+    """IREE's first ``error:`` line, its ``<stdin>:L:C:`` location kept as ``line L:C``."""
+    for line in diagnostics.splitlines():
+        if "error:" in line:
+            where, _, message = line.partition("error:")
+            place = where.strip().removeprefix("<stdin>:").rstrip(":")
+            return f"line {place}: {message.strip()}" if place else message.strip()
+    lines = [line.strip() for line in diagnostics.splitlines() if line.strip()]
+    return lines[0] if lines else "no diagnostic"
+
+
+def _read_entry(path: Path) -> bytes | None:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    head = len(_MAGIC) + 32
+    if len(data) <= head or not data.startswith(_MAGIC):
+        return None
+    payload = data[head:]
+    if hashlib.sha256(payload).digest() != data[len(_MAGIC) : head]:
+        return None
+    return payload
+
+
+def _write_entry(path: Path, payload: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".vmfb")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(_MAGIC + hashlib.sha256(payload).digest() + payload)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def segment_text(func: FuncOp) -> str:
+    """``func`` alone as a module IREE compiles, its function named ``@main`` and its
+    values unnamed: segments that differ only in names (chip 1's and chip 2's) are one
+    text, compiled once."""
+    copy = func.clone()
+    copy.sym_name = type(copy.sym_name)("main")
+    for op in copy.walk():
+        for r in op.results:
+            r.name_hint = None
+        for region in op.regions:
+            for block in region.blocks:
+                for a in block.args:
+                    a.name_hint = None
+    copy.attributes.clear()
+    copy.arg_attrs = None
+    copy.res_attrs = None
+    module = ModuleOp([copy])
+    out = io.StringIO()
+    Printer(stream=out).print_op(module)
+    return out.getvalue() + "\n"
+
+
+@dataclass
+class IreeRun:
+    """A run's results by name, and what it compiled."""
+
+    outputs: dict[str, np.ndarray]
+    functions: int
+    distinct: int
+    compiled: int
+    hits: int
+    rebuilt: int
+    compile_s: float = 0.0
+    place_s: float = 0.0
+    run_s: float = 0.0
+
+
+@dataclass
+class _Device:
+    """IREE's runtime on the host CPU: one device, a context per compiled module."""
+
+    runtime: ModuleType
+    config: Any = None
+    contexts: list[Any] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.config = self.runtime.Config("local-task")
+
+    def function(self, vmfb: bytes) -> Any:
+        ctx = self.runtime.SystemContext(config=self.config)
+        ctx.add_vm_module(self.runtime.VmModule.copy_buffer(self.config.vm_instance, vmfb))
+        self.contexts.append(ctx)
+        return ctx.modules.module["main"]
+
+    def place(self, value: Any) -> Any:
+        # np.ascontiguousarray would make a scalar 1-d: a 0-d port stays 0-d
+        return self.runtime.asdevicearray(self.config.device, np.require(value, requirements="C"))
+
+
+def _slices(module: ModuleOp) -> dict[tuple[str, int, tuple[tuple[int, int], ...]], ShardOp]:
+    """Each chip slice of a host input a program's ``tp.shard`` cuts, by (input, axis,
+    ranges) as tp-export's manifest names it."""
+    func = entry_function(module)
+    ins, _ = ports(func)
+    names = {a: p.name for a, p in zip(func.body.block.args, ins, strict=True)}
+    out = {}
+    for program in func.body.block.ops:
+        if not isinstance(program, ChipProgramOp):
+            continue
+        for op in program.walk():
+            src = op.source if isinstance(op, ShardOp) else None
+            if isinstance(src, BlockArgument) and src.owner is program.body.block:
+                name = names[program.inputs[src.index]]
+                sl = op.slice  # type: ignore[union-attr]
+                ranges = tuple((int(a), int(n)) for a, n in sl.ranges)
+                out.setdefault((name, sl.axis_index, ranges), op)  # type: ignore[arg-type]
+    return out
+
+
+def run_iree(
+    module: ModuleOp,
+    values: Mapping[str, Any],
+    placed: Mapping[ShardOp, np.ndarray] | None = None,
+    cache: ModuleCache | None = None,
+) -> IreeRun:
+    """``module`` (per-chip programs with or without their relay) run on IREE: its results
+    by name, equal to the reference interpreter's to f32 rounding. ``placed``: the slices
+    the host already loaded (`place_weights`); any other slice is cut from ``values``."""
+    _, runtime = iree()
+    cache = cache or ModuleCache(default_cache_dir())
+    func = entry_function(module)
+    ins, outs = ports(func)
+    host_values = {p.name: v for p, v in zip(ins, bind(ins, values), strict=True)}
+    exported = module.clone()
+    export_module(exported)
+    manifest = manifest_of(exported)
+    funcs = {f.sym_name.data: f for f in exported.ops if isinstance(f, FuncOp)}
+    t0 = time.perf_counter()
+    device = _Device(runtime)
+    by_key: dict[str, Any] = {}
+    called: dict[str, Any] = {}
+    for entry in [*manifest["segments"], manifest["host"]]:
+        name = entry["function"]
+        text = segment_text(funcs[name])
+        key = cache.key(text)
+        if key not in by_key:
+            by_key[key] = device.function(cache.get(text, _where(entry)))
+        called[name] = by_key[key]
+    t1 = time.perf_counter()
+    slices = _slices(module)
+    placed = placed or {}
+    resident: dict[Any, Any] = {}  # each host input and slice on the device, once
+
+    def host_port(port: dict[str, Any]) -> Any:
+        key = _resident_key(port)
+        if port["kind"] == "input":
+            if key not in resident:
+                resident[key] = device.place(host_values[port["name"]])
+            return resident[key]
+        ranges = key[2]
+        if key not in resident:
+            shard = slices.get(key)
+            if shard is not None and shard in placed:
+                data = placed[shard]
+            else:
+                data = slice_of(np.asarray(host_values[port["name"]]), port["axis"], ranges)
+            resident[key] = device.place(data)
+        return resident[key]
+
+    entries = [*manifest["segments"], manifest["host"]]
+    reads = Counter(
+        _resident_key(p) for e in entries for p in e["arguments"] if p["kind"] in RESIDENT
+    )
+
+    def donated(port: dict[str, Any]) -> bool:
+        """Whether the argument's buffer may be written: a host input or slice (placed in a
+        buffer of its own, aliasing nothing) that no other argument reads, say a chip's
+        cache slice, which its update then writes in place as a chip's memory would."""
+        return port["kind"] in RESIDENT and reads[_resident_key(port)] == 1
+
+    def call(entry: dict[str, Any], args: list[Any]) -> tuple[Any, ...]:
+        """The entry's compiled function on ``args``, where an argument IREE may write gets
+        a copy of its own unless donated: the host reads every other buffer it holds again
+        (iree-org/iree#16168: IREE writes such arguments in place)."""
+        given = [
+            device.place(a.to_host()) if port.get("written") and not donated(port) else a
+            for a, port in zip(args, entry["arguments"], strict=True)
+        ]
+        try:
+            returned = called[entry["function"]](*given)
+        except (RuntimeError, ValueError) as err:  # what IREE's runtime raises
+            lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+            raise IreeError(
+                f"{_where(entry)}: IREE failed running it: {lines[0] if lines else err}"
+            ) from None
+        return _results(returned, len(entry["results"]))
+
+    for entry in entries:  # every input placed, once
+        for port in entry["arguments"]:
+            if port["kind"] in RESIDENT:
+                host_port(port)
+    t2 = time.perf_counter()
+    results = run_segments(manifest, host_port, call)
+    outputs = {
+        port.name: np.asarray(r.to_host(), dtype=port.numpy_dtype)
+        for port, r in zip(outs, results, strict=True)
+    }
+    return IreeRun(
+        outputs,
+        len(called),
+        len(by_key),
+        cache.compiled,
+        cache.hits,
+        cache.rebuilt,
+        t1 - t0,
+        t2 - t1,
+        time.perf_counter() - t2,
+    )
+
+
+RESIDENT = ("input", "shard")
+"""The ports the host places on the device once: host inputs, whole or as chip slices."""
+
+
+def _resident_key(port: dict[str, Any]) -> tuple[Any, ...]:
+    """A placed port's identity: the input's name, and for a slice its axis and ranges."""
+    if port["kind"] == "input":
+        return (port["name"],)
+    return (port["name"], port["axis"], tuple((int(a), int(n)) for a, n in port["ranges"]))
+
+
+def _where(entry: dict[str, Any]) -> str:
+    """A manifest entry as an error names it: its chip and segment, or the host's part."""
+    if "chip" in entry:
+        return f"chip {entry['chip']} segment {entry['function']}"
+    return "the host's @host"
+
+
+def _results(returned: Any, n: int) -> tuple[Any, ...]:
+    """What an IREE function returned as a tuple of ``n`` (it returns one value bare)."""
+    if n == 0:
+        return ()
+    if n == 1 and not isinstance(returned, tuple | list):
+        return (returned,)
+    return tuple(returned)
