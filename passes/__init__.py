@@ -2,9 +2,10 @@
 
 tp-split (an unsharded program over N chips, by a plan); the lowering pipeline (docs/design.md §3):
 tp-verify, tp-raise-allreduce, tp-fuse, tp-relocate, tp-transfers, tp-phase, tp-link-points,
-tp-relay; tp-legalize (chip legality); tp-inline (an outlined program's calls
-inlined: its flat form); and tp-export (per-chip programs as plain-MLIR segments). Classes
-are imported on demand, as xDSL's own registry does, so listing passes stays cheap.
+tp-relay; tp-legalize (chip legality); tp-fold-allreduce (all-reduces spelled as the seed's
+folds, tp-raise-allreduce's inverse); tp-inline (an outlined program's calls inlined: its flat
+form); and tp-export (per-chip programs as plain-MLIR segments). Classes are imported on
+demand, as xDSL's own registry does, so listing passes stays cheap.
 On an outlined program (``@decode`` calling ``@layer``) the lowering passes place the
 callee's statements once, for every call: a call to a function holding chip work stays a
 bare statement of its caller (never in a section; alone in a phase), the caller's other
@@ -86,6 +87,12 @@ def _inline() -> type[ModulePass]:
     return TpInline
 
 
+def _fold_allreduce() -> type[ModulePass]:
+    from tp_dialect.passes.fold_allreduce import TpFoldAllreduce
+
+    return TpFoldAllreduce
+
+
 def _legalize() -> type[ModulePass]:
     from tp_dialect.passes.legalize import TpLegalize
 
@@ -96,6 +103,7 @@ TP_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tp-split": _split,
     "tp-verify": _verify,
     "tp-raise-allreduce": _raise_allreduce,
+    "tp-fold-allreduce": _fold_allreduce,
     "tp-fuse": _fuse,
     "tp-legalize": _legalize,
     "tp-relocate": _relocate,

@@ -80,6 +80,11 @@ class TpSplit(ModulePass):
     plan: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        split_by_plan(op, self.plan_for(op), self.chips)
+
+    def plan_for(self, op: ModuleOp) -> TpPlan:
+        """The plan ``plan=`` names for the module ``op`` (``hf``: by its ports); a one-line
+        diagnostic for bad options or a plan that cannot be read."""
         if not 1 <= self.chips <= 4096:
             raise TpDiagnostic(None, f"tp-split: chips={self.chips} is not from 1 to 4096")
         if not self.plan:
@@ -89,29 +94,36 @@ class TpSplit(ModulePass):
                 f"{', '.join(shipped_plans())})",
             )
         try:
-            plan = hf_plan_for(_port_names(op)) if self.plan == "hf" else load_plan(self.plan)
+            return hf_plan_for(_port_names(op)) if self.plan == "hf" else load_plan(self.plan)
         except PlanError as err:
             raise TpDiagnostic(None, f"tp-split: {err}") from None
-        _refuse_split_input(op)
-        # The walk creates N ops per op and frees none until the end: the cyclic collector's
-        # full passes over that growing heap would make the pass quadratic in layers.
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            entry = entry_function(op)
-            if any(isinstance(o, func.CallOp) for o in entry.body.block.ops):
-                from tp_dialect.passes.split_calls import EntrySplitter  # it extends _Splitter
 
-                EntrySplitter(entry, plan, self.chips).run()
-            else:
-                _Splitter(entry, plan, self.chips).run()
-        finally:
-            if collecting:
-                gc.enable()
-        op.attributes["tp.chips"] = IntegerAttr(self.chips, i64)
-        # What tp-split writes is a tensor-parallel program of its own: certify it where the
-        # shard obligation holds (tp-verify names why where it does not).
-        certify_if_sound(op)
+
+def split_by_plan(module: ModuleOp, plan: TpPlan, chips: int, certify: bool = True) -> None:
+    """tp-split of ``module`` over ``chips`` chips by the plan ``plan`` (a plan built in code:
+    a generator's, `tp_dialect.frontend.qwen3`); with ``certify``, certified where the
+    obligation holds (a generator that leaves certifying to tp-verify skips the check)."""
+    _refuse_split_input(module)
+    # The walk creates N ops per op and frees none until the end: the cyclic collector's
+    # full passes over that growing heap would make the pass quadratic in layers.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        entry = entry_function(module)
+        if any(isinstance(o, func.CallOp) for o in entry.body.block.ops):
+            from tp_dialect.passes.split_calls import EntrySplitter  # it extends _Splitter
+
+            EntrySplitter(entry, plan, chips).run()
+        else:
+            _Splitter(entry, plan, chips).run()
+    finally:
+        if collecting:
+            gc.enable()
+    module.attributes["tp.chips"] = IntegerAttr(chips, i64)
+    # What tp-split writes is a tensor-parallel program of its own: certify it where the
+    # shard obligation holds (tp-verify names why where it does not).
+    if certify:
+        certify_if_sound(module)
 
 
 def _refuse_split_input(module: ModuleOp) -> None:
@@ -622,7 +634,12 @@ class _Splitter:
         self.bind(op, per_chip, [got])
 
     def finish(self, ret: func.ReturnOp) -> None:
-        """Host outputs: a partial sum summed, a cut value stored back by ``tp.unshard``."""
+        """Host outputs: a partial sum summed, a cut value stored back by ``tp.unshard`` as
+        soon as its parts are made (right after the last of them: a layer's KV cache is
+        stored with its layer, in a flat program as in an outlined one's callee)."""
+        block = self.fn.body.block
+        order = {op: i for i, op in enumerate(block.ops)}
+        after: dict[Operation, Operation] = {}  # where the next store made ready there goes
         values: list[SSAValue] = []
         for v in ret.operands:
             if v in self.partial:
@@ -633,7 +650,15 @@ class _Splitter:
                 assert isinstance(t, TensorType)
                 parts = [self.chip_value(v, c) for c in range(self.n)]
                 slices = [SliceAttr(cut.axis, cut.ranges[c], full) for c in range(self.n)]
-                store = self.emit(UnshardOp(parts, slices, t))
+                store = UnshardOp(parts, slices, t)
+                owners = [p.owner for p in parts if p.owner in order]
+                if len(owners) == len(parts):
+                    ready = max(owners, key=order.__getitem__)  # type: ignore[arg-type]
+                    assert isinstance(ready, Operation)
+                    self.rewriter.insert_op(store, InsertPoint.after(after.get(ready, ready)))
+                    after[ready] = store
+                else:  # a part made before the block's ops (an argument): before the return
+                    self.emit(store)
                 store.results[0].name_hint = value_hint(value_name(v))
                 v = store.results[0]
             values.append(v)

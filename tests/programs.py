@@ -12,9 +12,10 @@ from tp_dialect.universe import tp_context
 
 
 @functools.cache
-def program(cfg: Qwen3Config) -> ModuleOp:
-    """``cfg``'s decode step, parsed and verified (cached: the tests reuse programs)."""
-    module, _ = parse_module(tp_context(), generate(cfg), f"<{cfg}>")
+def program(cfg: Qwen3Config, outline: bool = False) -> ModuleOp:
+    """``cfg``'s decode step (``outline``: its outlined form), parsed and verified (cached:
+    the tests reuse programs)."""
+    module, _ = parse_module(tp_context(), generate(cfg, outline), f"<{cfg}>")
     module.verify()
     return module
 

@@ -6,15 +6,18 @@ and factoring the shared pieces out of the Qwen3 generator left Qwen3's text unc
 from __future__ import annotations
 
 import functools
+import gzip
 import hashlib
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import ml_dtypes
 import numpy as np
 import pytest
 from gpt2_numpy_reference import gpt2_decode, random_gpt2_weights
+from megatron import FOLDER, golden_name
 from safetensors.numpy import save_file
 from xdsl.dialects.builtin import DictionaryAttr, ModuleOp, StringAttr
 
@@ -280,12 +283,25 @@ def test_cli_qwen3_refuses_a_gpt2_preset(capsys: pytest.CaptureFixture[str]) -> 
 
 # -- Qwen3's text is what it was before the shared pieces moved out ----------------------
 
-# sha256 of the text the Qwen3 generator wrote before blocks.py existed.
+# sha256 of the text the Qwen3 generator writes: the unsharded step's as it was before
+# blocks.py existed; a sharded step's since it became tp-split of the unsharded one (issue 24).
 QWEN3_TEXT = {
+    "tiny-c2": "43bc327c0213370e278b12c3483fe092ad2121d1dc4857344dff836e720689ee",
+    "tiny-c4-l2-fold-fused-qkv": "3613467a5f3f3d38f55da5e3c3de5b757c7e0d7771925e1a0856289132301adc",
+    "tiny-c2-gate-up-bf16": "84bed9c51f78cbae331e85bed2bcad89520c3469939f15f76959f3adc8c5ede2",
+    "tiny-unsharded-l2-b2": "e25d95288f2dbc372c02786baa62fb4c1e3325ff7b837250024a9e3cea17ea4f",
+}
+# sha256 of the hand-written split's text before blocks.py existed: the programs kept as the
+# sharded steps' bitwise reference (`megatron`) are that text.
+MEGATRON_TEXT = {
     "tiny-c2": "32e3ae25e48b29cd48b7f932461596b9c95ec949f600c7221c23ec3472a94549",
     "tiny-c4-l2-fold-fused-qkv": "4e8786d7a5b5f7aad0bdb27ea2cc22b4a668dfe62deaa460683a2b83f412e28b",
     "tiny-c2-gate-up-bf16": "321b2c0756c597d161e85e0ef94f6b0ee27d4b278894ee6be75050b0d5313af8",
-    "tiny-unsharded-l2-b2": "e25d95288f2dbc372c02786baa62fb4c1e3325ff7b837250024a9e3cea17ea4f",
+}
+MEGATRON_OVERRIDES: dict[str, dict[str, Any]] = {
+    "tiny-c2": dict(chips=2, batch=1, layers=1),
+    "tiny-c4-l2-fold-fused-qkv": dict(chips=4, layers=2, fold=True, fused_qkv=True),
+    "tiny-c2-gate-up-bf16": dict(chips=2, layers=1, fused_gate_up=True, dtype="bf16"),
 }
 QWEN3_CONFIGS = {
     "tiny-c2": qwen3.Qwen3Config.preset("tiny", chips=2),
@@ -303,6 +319,16 @@ QWEN3_CONFIGS = {
 def test_qwen3_text_unchanged(name: str) -> None:
     text = qwen3.generate(QWEN3_CONFIGS[name])
     assert hashlib.sha256(text.encode()).hexdigest() == QWEN3_TEXT[name]
+
+
+@pytest.mark.parametrize("name", sorted(MEGATRON_TEXT))
+def test_the_kept_megatron_programs_are_the_hand_written_text(name: str) -> None:
+    """The reference the sharded steps are compared against (tests/test_split.py) is the
+    hand-written split's text itself, and the config it kept is the one pinned here."""
+    path = FOLDER / golden_name(MEGATRON_OVERRIDES[name], False)
+    text = gzip.decompress(path.read_bytes())
+    assert hashlib.sha256(text).hexdigest() == MEGATRON_TEXT[name]
+    assert qwen3.Qwen3Config.preset("tiny", **MEGATRON_OVERRIDES[name]) == QWEN3_CONFIGS[name]
 
 
 def test_qwen3_cli_unchanged(capsys: pytest.CaptureFixture[str]) -> None:

@@ -15,9 +15,9 @@ import pytest
 from hf_reference import Reference, load_tensors
 
 from tp_dialect.frontend.registry import read_model
+from tp_dialect.frontend.split import split_text
 from tp_dialect.runtime.reference import run_program
 from tp_dialect.tools.source import parse_module
-from tp_dialect.tools.tp_gen import split_text
 from tp_dialect.universe import tp_context
 
 P = 24  # cache positions: the longest prompt (16) plus the decode steps

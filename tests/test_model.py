@@ -58,7 +58,7 @@ def test_contraction_cost_is_two_flops_per_multiply_add() -> None:
     q = next(
         op
         for op in module.walk()
-        if isinstance(op, linalg.GenericOp) and op.results[0].name_hint == "l0_c0_q"
+        if isinstance(op, linalg.GenericOp) and op.results[0].name_hint == "l0_q_c0"
     )
     cost = op_cost(q)
     rows = cfg.heads // 2 * cfg.head_dim  # chip 0's q rows

@@ -346,7 +346,7 @@ def _gates(module: ModuleOp, chips: int) -> dict[int, Slice]:
     gates = {}
     for c in range(chips):
         (gates[c],) = [
-            s for s in timeline.slices if s.lane == f"chip {c}" and s.name == f"l0_c{c}_gate"
+            s for s in timeline.slices if s.lane == f"chip {c}" and s.name == f"l0_gate_c{c}"
         ]
     return gates
 

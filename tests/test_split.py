@@ -1,7 +1,8 @@
 # ruff: noqa: E501  (IR text is written out one op per line)
-"""tp-split on Qwen3 by Hugging Face's own plan: the same program as the hand-written Megatron
-split (bitwise the same numbers at every stage, the same manifest up to names), and plans that
-cannot be read are one-line errors."""
+"""tp-split on Qwen3 by Hugging Face's own plan: the same program as the Megatron split tp-gen
+wrote by hand before it became tp-split's (`megatron`: bitwise the same numbers at every stage,
+the same manifest up to names); tp-gen's sharded program is that split; plans that cannot be
+read are one-line errors."""
 
 from __future__ import annotations
 
@@ -13,13 +14,17 @@ from typing import Any
 
 import numpy as np
 import pytest
+from megatron import NAMES, golden_name, megatron
 from programs import program, tiny
 from test_manifest_stages import STAGES, _without_names
+from xdsl.dialects import tensor
 
 from tp_dialect.analysis.manifest import read_manifest
 from tp_dialect.analysis.plan import PlanError, load_plan, parse_plan, shipped_plans
+from tp_dialect.certificate import status
 from tp_dialect.diagnostics import TpDiagnostic
-from tp_dialect.passes.split import TpSplit
+from tp_dialect.ops import AllReduceOp, ShardOp
+from tp_dialect.passes.split import TpSplit, split_by_plan
 from tp_dialect.passes.universe import lowered
 from tp_dialect.runtime.checkpoint import MemorySource, place_weights, random_inputs, random_weights
 from tp_dialect.runtime.reference import run_program
@@ -50,7 +55,7 @@ def test_qwen3_split_by_the_hf_plan_is_the_megatron_program(
 ) -> None:
     """Bitwise the hand-written split's outputs, at every stage of the pipeline after it."""
     ours = split(chips, batch=batch, layers=1)
-    theirs = program(tiny(chips=chips, batch=batch, layers=1))
+    theirs = megatron(chips=chips, batch=batch, layers=1)
     if STAGES[stage]:
         ours, theirs = lowered(ours, STAGES[stage]), lowered(theirs, STAGES[stage])
     got, want = run(ours), run(theirs)
@@ -61,16 +66,71 @@ def test_qwen3_split_by_the_hf_plan_is_the_megatron_program(
 
 @pytest.mark.parametrize("chips", [2, 4])
 def test_qwen3_split_has_the_megatron_manifest_up_to_names(chips: int) -> None:
-    ours = _without_names(read_manifest(split(chips, layers=2)).to_json())
-    theirs = _without_names(read_manifest(program(tiny(chips=chips, layers=2))).to_json())
+    ours = read_manifest(split(chips, layers=2))
+    assert _canonical(ours) == _canonical(read_manifest(megatron(chips=chips, layers=2)))
+    assert len(ours.to_json()["collectives"]) == 4  # o_proj and down_proj, two layers
 
-    def canonical(data: dict[str, Any]) -> str:
-        return json.dumps(
-            {k: sorted(map(json.dumps, v)) if isinstance(v, list) else v for k, v in data.items()}
-        )
 
-    assert canonical(ours) == canonical(theirs)
-    assert len(ours["collectives"]) == 4  # o_proj and down_proj, two layers
+def _canonical(manifest: Any) -> str:
+    """A manifest up to value names and the order of its entries."""
+    data = _without_names(manifest.to_json())
+    return json.dumps(
+        {k: sorted(map(json.dumps, v)) if isinstance(v, list) else v for k, v in data.items()}
+    )
+
+
+@pytest.mark.parametrize(
+    ("overrides", "outline"), NAMES, ids=[golden_name(o, x)[6:-8] for o, x in NAMES]
+)
+def test_tp_gen_writes_the_megatron_program_by_tp_split(
+    overrides: dict[str, Any], outline: bool
+) -> None:
+    """tp-gen's sharded step (written unsharded, split by tp-split) runs bitwise as the
+    hand-written split did — folds, fused checkpoints, bf16 and the outlined form included —
+    with its manifest up to names and its recorded config."""
+    ours = program(tiny(**overrides), outline)
+    theirs = megatron(outline, **overrides)
+    assert ours.attributes["tp.config"] == theirs.attributes["tp.config"]
+    assert ours.attributes["tp.chips"] == theirs.attributes["tp.chips"]
+    assert "tp.certificate" not in ours.attributes  # as tp-gen has always written it
+    assert _canonical(read_manifest(ours)) == _canonical(read_manifest(theirs))
+    got, want = run(ours), run(theirs)
+    assert sorted(got) == sorted(want)
+    for name in want:
+        assert np.array_equal(got[name], want[name]), name
+        assert got[name].dtype == want[name].dtype
+
+
+@pytest.mark.parametrize(("fused", "outline"), [(False, False), (True, False), (False, True)])
+def test_tp_gen_chips_is_tp_split_of_unsharded(fused: bool, outline: bool) -> None:
+    """``tp-gen qwen3 --chips 4`` is ``tp-gen qwen3 --unsharded | tp-opt --tp-split`` by the
+    Qwen3 plan, op for op (fused checkpoints by the packed plan `qwen3.plan` builds)."""
+    from tp_dialect.frontend import qwen3
+
+    cfg = tiny(chips=4, layers=2, fused_qkv=fused, fused_gate_up=fused)
+    ours = program(cfg, outline)
+    theirs = program(cfg.unsharded(), outline).clone()
+    split_by_plan(theirs, qwen3.plan(cfg), 4)
+    assert [str(f) for f in ours.ops] == [str(f) for f in theirs.ops]
+
+
+def test_fold_allreduce_keeps_the_certificate_and_raises_back() -> None:
+    """tp-fold-allreduce spells tp-split's all-reduces as folds: a certified program stays
+    certified (the same sums over the same chips), runs bitwise the same, and
+    tp-raise-allreduce gives the all-reduces back, op for op."""
+    split_once = split(4, layers=2)
+    assert status(split_once) == "valid"
+    folded = lowered(split_once, "tp-fold-allreduce")
+    assert status(folded) == "valid"
+    assert not any(isinstance(op, AllReduceOp) for op in folded.walk())
+    got, want = run(folded), run(split_once)
+    for name in want:
+        assert np.array_equal(got[name], want[name]), name
+    back = lowered(folded, "tp-raise-allreduce")
+    ops = [op.name for op in split_once.walk()]
+    assert [op.name for op in back.walk() if not isinstance(op, tensor.EmptyOp)] == [
+        n for n in ops if n != "tensor.empty"
+    ]
 
 
 def test_split_program_is_certified_and_checked_by_tp_run(tmp_path: Path) -> None:
@@ -142,7 +202,36 @@ def test_fused_gate_up_splits_by_packed_colwise(tmp_path: Path) -> None:
     path = tmp_path / "fused.json"
     path.write_text(json.dumps(entries))
     TpSplit(chips=4, plan=str(path)).apply(tp_context(), module)
-    got, want = run(module), run(program(tiny(chips=4, fused_gate_up=True)))
+    got, want = run(module), run(megatron(chips=4, layers=1, fused_gate_up=True))
+    for name in want:
+        assert np.array_equal(got[name], want[name]), name
+
+
+def test_a_fused_qkv_splits_by_packed_colwise_of_unequal_blocks(tmp_path: Path) -> None:
+    """q, k and v rows packed in one tensor, q twice k's (grouped KV heads): the blocks'
+    relative sizes, each cut in N runs, give the hand-written split's three ranges a chip and
+    its numbers (the hand-written one spells its all-reduces as folds: the same sums)."""
+    entries = json.loads((ROOT / "plans" / "qwen3.json").read_text())
+    for name in ("q_proj", "k_proj", "v_proj"):
+        del entries[f"layers.*.self_attn.{name}"]
+    entries["layers.*.self_attn.qkv_proj"] = {"style": "packed_colwise", "parts": [16, 8, 8]}
+    path = tmp_path / "fused.json"
+    path.write_text(json.dumps(entries))
+    module = program(tiny(chips=1, fused_qkv=True).unsharded()).clone()
+    TpSplit(chips=2, plan=str(path)).apply(tp_context(), module)
+    theirs = megatron(chips=2, layers=1, fused_qkv=True, fold=True)
+
+    def qkv_slices(m: Any) -> list[str]:
+        return [
+            str(op.slice)
+            for op in m.walk()
+            if isinstance(op, ShardOp) and "qkv_proj" in str(op.source.name_hint)
+        ]
+
+    assert qkv_slices(module) == qkv_slices(theirs)
+    assert "ranges = [(64, 64), (160, 32), (224, 32)]" in qkv_slices(module)[1]
+    got, want = run(module), run(theirs)
+    assert sorted(got) == sorted(want)
     for name in want:
         assert np.array_equal(got[name], want[name]), name
 
@@ -167,6 +256,10 @@ def test_shipped_plans_load_by_name_and_match_hugging_face() -> None:
         ('{"a.b": {"style": "colwise", "layout": "diagonal"}}', 'layout "diagonal"'),
         ('{"a.b": {"style": "colwise", "parts": 2}}', "only packed_colwise takes 'parts'"),
         ('{"a.b": {"style": "packed_colwise", "parts": 0}}', "parts must be a whole number"),
+        ('{"a.b": {"style": "packed_colwise", "parts": [2, 0]}}', "or a list of 1 to 64"),
+        ('{"a.b": {"style": "packed_colwise", "parts": []}}', "relative block sizes"),
+        ('{"a.b": {"style": "packed_colwise", "parts": [1.5]}}', "relative block sizes"),
+        ('{"a.b": {"style": "colwise", "parts": [1]}}', "only packed_colwise takes 'parts'"),
         ('{"a..b": "colwise"}', "a pattern is dotted names"),
         ('{"a.b": {"style": "colwise", "axis": 1}}', "unknown key 'axis'"),
     ],

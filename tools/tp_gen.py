@@ -16,7 +16,6 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from io import StringIO
 
 from tp_dialect.analysis.manifest import read_manifest
 from tp_dialect.frontend import gpt2, qwen3
@@ -24,6 +23,7 @@ from tp_dialect.frontend.blocks import GenError
 from tp_dialect.frontend.bounds import positive
 from tp_dialect.frontend.models import ModelConfig, generate
 from tp_dialect.frontend.registry import read_model
+from tp_dialect.frontend.split import split_text
 from tp_dialect.tools.common import ToolParser, UserError, check_writable, run_tool, write_output
 from tp_dialect.tools.source import parse_module
 from tp_dialect.universe import tp_context
@@ -221,19 +221,6 @@ def pretrained_text(args: argparse.Namespace) -> str:
     if chips == 1:
         return text
     return split_text(text, chips, model.entry.plan)
-
-
-def split_text(text: str, chips: int, plan: str) -> str:
-    """``text`` (an unsharded program) split over ``chips`` by tp-split's ``plan``
-    (`serving.model.split`)."""
-    from xdsl.printer import Printer
-
-    from tp_dialect.serving.model import split
-
-    module, _ = parse_module(tp_context(), text, "<tp-gen>")
-    out = StringIO()
-    Printer(stream=out).print_op(split(module, chips, plan))
-    return out.getvalue() + "\n"
 
 
 def _main(argv: Sequence[str] | None) -> int:

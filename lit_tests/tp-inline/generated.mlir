@@ -10,17 +10,16 @@
 // both updated caches. Its body is the flat layer's, values named l_… instead of l0_….
 // GEN: func.func private @layer(%hidden_states: tensor<1x64xf32>, %position: i64, %rope_cos: tensor<4xf32>, %rope_sin: tensor<4xf32>, %input_layernorm.weight: tensor<64xf32>, %self_attn.q_proj.weight: tensor<128x64xf32>
 // GEN-SAME: %mlp.down_proj.weight: tensor<64x128xf32>, %past_key: tensor<1x8x16x8xf32>, %past_value: tensor<1x8x16x8xf32>) -> (tensor<1x64xf32>, tensor<1x8x16x8xf32>, tensor<1x8x16x8xf32>) {
-// GEN: %l_c0_q_w = tp.shard %self_attn.q_proj.weight at #tp.slice<axis = 0, ranges = [(0, 64)], full = [128, 64]>
-// GEN: %l_attn_sum = tp.allreduce %l_c0_o, %l_c1_o
-// GEN: %l_present_key = tp.unshard %l_c0_present_k, %l_c1_present_k
-// GEN: func.return %l_out, %l_present_key, %l_present_value
+// GEN: %l_q_weight_c0 = tp.shard %self_attn.q_proj.weight at #tp.slice<axis = 0, ranges = [(0, 64)], full = [128, 64]>
+// GEN: %l_present_k = tp.unshard %l_present_k_c0, %l_present_k_c1
+// GEN: %l_o_sum = tp.allreduce %l_o_c0, %l_o_c1
+// GEN: func.return %l_out, %l_present_k, %l_present_v
 // The entry's ports are the flat program's, by name and role.
 // GEN-LABEL: func.func @decode(%hidden_states: tensor<1x64xf32> {tp.name = "hidden_states", tp.role = "input"}, %position: i64 {tp.name = "position", tp.role = "input"}
 // GEN-SAME: %past_value.1: tensor<1x8x16x8xf32> {tp.name = "past_value.1", tp.role = "cache", tp.cache_axis = 2 : i64}) -> (tensor<1x64xf32> {tp.name = "hidden_states"}, tensor<1x8x16x8xf32> {tp.name = "present_key.0"}
 // GEN: %rope_sin = linalg.generic
 // GEN: %l0_out, %l0_present_key, %l0_present_value = func.call @layer(%hidden_states, %position, %rope_cos, %rope_sin, %model.layers.0.input_layernorm.weight,
 // GEN-SAME: %past_key.0, %past_value.0)
-// GEN-NEXT: // ---- layer 1 ----
 // GEN-NEXT: %l1_out, %l1_present_key, %l1_present_value = func.call @layer(%l0_out, %position, %rope_cos, %rope_sin, %model.layers.1.input_layernorm.weight,
 // GEN-NEXT: func.return %l1_out, %l0_present_key, %l0_present_value, %l1_present_key, %l1_present_value
 
@@ -29,14 +28,14 @@
 // FLAT-NOT: @layer
 // FLAT-LABEL: func.func @decode(%hidden_states: tensor<1x64xf32> {tp.name = "hidden_states", tp.role = "input"}
 // FLAT-NOT: func.call
-// FLAT: %l0_c0_q_w = tp.shard %model.layers.0.self_attn.q_proj.weight at #tp.slice<axis = 0, ranges = [(0, 64)], full = [128, 64]>
-// FLAT: %l0_attn_sum = tp.allreduce %l0_c0_o, %l0_c1_o
-// FLAT: %l0_out = arith.addf %l0_attn_res, %l0_mlp_sum
+// FLAT: %l0_q_weight_c0 = tp.shard %model.layers.0.self_attn.q_proj.weight at #tp.slice<axis = 0, ranges = [(0, 64)], full = [128, 64]>
+// FLAT: %l0_o_sum = tp.allreduce %l0_o_c0, %l0_o_c1
+// FLAT: %l0_out = arith.addf %l0_attn_res, %l0_down_sum
 // FLAT-NOT: func.call
-// FLAT: %l1_c0_q_w = tp.shard %model.layers.1.self_attn.q_proj.weight at #tp.slice<axis = 0, ranges = [(0, 64)], full = [128, 64]>
-// FLAT: %l1_attn_res = arith.addf %l0_out, %l1_attn_sum
-// FLAT: %l1_out = arith.addf %l1_attn_res, %l1_mlp_sum
-// FLAT-NEXT: func.return %l1_out, %l0_present_key, %l0_present_value, %l1_present_key, %l1_present_value
+// FLAT: %l1_q_weight_c0 = tp.shard %model.layers.1.self_attn.q_proj.weight at #tp.slice<axis = 0, ranges = [(0, 64)], full = [128, 64]>
+// FLAT: %l1_attn_res = arith.addf %l0_out, %l1_o_sum
+// FLAT: %l1_out = arith.addf %l1_attn_res, %l1_down_sum
+// FLAT: func.return %l1_out, %l0_present_key, %l0_present_value, %l1_present_key, %l1_present_value
 // FLAT-NOT: @layer
 
 // GPT2-LABEL: func.func @decode(

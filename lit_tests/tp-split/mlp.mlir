@@ -51,10 +51,13 @@ builtin.module {
 }
 
 // -----
-// A column-split result returned whole: the chips' parts stored back by tp.unshard.
+// A column-split result returned whole: the chips' parts stored back by tp.unshard, as soon
+// as the last chip's part is made (before the rest of the program reads the parts on).
 // CHECK-LABEL: func.func @column_out
+// CHECK:         %h_c1 = linalg.generic
 // CHECK:         %h = tp.unshard %h_c0, %h_c1 slices [#tp.slice<axis = 1, ranges = [(0, 4)], full = [1, 8]>, #tp.slice<axis = 1, ranges = [(4, 4)], full = [1, 8]>] : tensor<1x4xf32, #tp.chip<0>>, tensor<1x4xf32, #tp.chip<1>> -> tensor<1x8xf32>
-// CHECK-NEXT:    func.return %h : tensor<1x8xf32>
+// CHECK-NEXT:    %y_weight_c0 = tp.shard %down
+// CHECK:         func.return %h : tensor<1x8xf32>
 builtin.module {
   func.func @column_out(%x: tensor<1x4xf32> {tp.name = "x"}, %up: tensor<8x4xf32> {tp.name = "mlp.up.weight"}, %down: tensor<4x8xf32> {tp.name = "mlp.down.weight"}) -> tensor<1x8xf32> {
     %z = arith.constant 0.0 : f32

@@ -11,7 +11,9 @@ module relative to the base model: it matches a weight port named ``<prefix.>mod
   all-reduce; the bias is not cut, so it is added once, after the sum);
 - ``packed_colwise``: the output features are ``parts`` blocks packed side by side (GPT-2's
   ``c_attn`` holds q, k, v; a fused ``gate_up_proj`` two), each block cut in N: chip c's slice
-  is ``parts`` ranges;
+  is ``parts`` ranges; ``parts`` is a count of equal blocks, or a list of the blocks' relative
+  sizes (a fused ``qkv_proj`` with grouped KV heads: ``[heads, kv_heads, kv_heads]``, as vLLM's
+  merged linears take their output sizes);
 - ``colwise_gather_output`` / ``colwise_rep`` (an LM head): cut as ``colwise``; the output
   is gathered where it is needed whole (a returned value by ``tp.unshard``, a greedy argmax
   by ``tp.maxloc``);
@@ -20,7 +22,8 @@ module relative to the base model: it matches a weight port named ``<prefix.>mod
 - ``replicate`` / ``replicated`` / ``replicated_with_grad_allreduce``: every chip reads the
   whole tensor (the spine).
 
-``colwise``, ``rowwise`` and ``packed_colwise`` cut N equal runs (N must divide the axis, as
+``colwise``, ``rowwise`` and ``packed_colwise`` cut N equal runs (N must divide the axis, or each
+packed block, as
 vLLM's parallel linears require). The vocab styles (``embedding_rowwise``,
 ``colwise_gather_output``, ``colwise_rep``) cut a vocabulary, whose size a tokenizer fixes:
 chip c holds ``ceil(V/N)`` rows, the last chip the rest (torch's ``Shard`` and transformers'
@@ -28,10 +31,11 @@ split), so no padded row is loaded and no padded logit masked; N > V, or an N th
 leave a chip no row, is refused.
 
 An entry is a style string, or an object ``{"style": ..., "layout": "out_in" | "in_out",
-"parts": k, "optional": true}``: ``layout`` says how a projection's weight is stored —
-``out_in`` (a Linear, the default) or ``in_out`` (GPT-2's Conv1D) — so no axis is guessed
-from a name; ``optional`` lets the entry match no argument (the LM head of a model whose head
-is its tied embedding; Qwen3's q/k norms in the plan every Llama-family model shares).
+"parts": k | [w1, w2, ...], "optional": true}``: ``layout`` says how a projection's weight
+is stored — ``out_in`` (a Linear, the default) or ``in_out`` (GPT-2's Conv1D) — so no axis
+is guessed from a name; ``optional`` lets the entry match no argument (the LM head of a model
+whose head is its tied embedding; Qwen3's q/k norms in the plan every Llama-family model
+shares).
 
 `hf_plan` is the plan transformers builds for a ``*ForCausalLM`` of a ``model_type``: the
 config's ``base_model_tp_plan``, the class's ``_tp_plan`` (``lm_head``) and the embedding,
@@ -94,8 +98,13 @@ class Entry:
     pattern: str
     style: str
     layout: str = "out_in"
-    parts: int = 1
+    parts: int | tuple[int, ...] = 1  # equal blocks, or the blocks' relative sizes
     optional: bool = False
+
+    @property
+    def blocks(self) -> tuple[int, ...]:
+        """The packed blocks' relative sizes (``parts`` equal blocks: ``parts`` ones)."""
+        return (1,) * self.parts if isinstance(self.parts, int) else self.parts
 
     @property
     def replicated(self) -> bool:
@@ -109,7 +118,7 @@ class Entry:
         if self.layout != "out_in":
             how.append(self.layout)
         if self.style == "packed_colwise":
-            how.append(f"{self.parts} parts")
+            how.append(_parts_text(self.parts))
         return f"'{self.pattern}' ({', '.join(how)})"
 
     def matches(self, name: str) -> bool:
@@ -138,7 +147,7 @@ class Entry:
         if len(shape) == 1:
             if self.style == "rowwise":
                 return None  # a row-split projection's bias is added once, after the sum
-            return cut(0, shape[0], chips, name, self.parts)
+            return cut(0, shape[0], chips, name, self.blocks)
         if len(shape) != 2:
             return (
                 f"plan entry '{self.pattern}' ({self.style}) matches '{name}' of rank "
@@ -147,28 +156,42 @@ class Entry:
         out_axis, in_axis = (0, 1) if self.layout == "out_in" else (1, 0)
         if self.style == "rowwise":
             return _even(in_axis, shape[in_axis], chips, name)
-        return cut(out_axis, shape[out_axis], chips, name, self.parts)
+        return cut(out_axis, shape[out_axis], chips, name, self.blocks)
 
 
-def _even(axis: int, size: int, chips: int, name: str, parts: int = 1) -> Cut | str:
-    """``parts`` equal blocks of ``size``, each cut into ``chips`` equal runs."""
-    if size % (parts * chips):
-        what = f"{parts} packed blocks of " if parts > 1 else ""
+def _parts_text(parts: int | tuple[int, ...]) -> str:
+    """How a diagnostic names packed blocks: ``3 parts``, or ``parts 16:8:8``."""
+    return f"{parts} parts" if isinstance(parts, int) else "parts " + ":".join(map(str, parts))
+
+
+def _even(axis: int, size: int, chips: int, name: str, blocks: tuple[int, ...] = (1,)) -> Cut | str:
+    """``size`` as blocks of the relative sizes ``blocks`` side by side, each block cut into
+    ``chips`` equal runs (chip c's slice: its run of every block, in order)."""
+    unit, rest = divmod(size, sum(blocks))
+    lengths = [w * unit for w in blocks]
+    if rest or any(n % chips for n in lengths):
+        if len(set(blocks)) == 1:
+            what = f"{len(blocks)} packed blocks of " if len(blocks) > 1 else ""
+        else:
+            what = f"the packed blocks {':'.join(map(str, blocks))} of "
         return (
             f"{chips} chips do not divide {what}axis {axis} of '{name}' ({size} elements): "
             "each chip must hold an equal run"
         )
-    block = size // parts
-    run = block // chips
+    starts = [sum(lengths[:p]) for p in range(len(lengths))]
     return Cut(
-        axis, tuple(tuple((p * block + c * run, run) for p in range(parts)) for c in range(chips))
+        axis,
+        tuple(
+            tuple((s + c * (n // chips), n // chips) for s, n in zip(starts, lengths, strict=True))
+            for c in range(chips)
+        ),
     )
 
 
-def _ceil(axis: int, size: int, chips: int, name: str, parts: int = 1) -> Cut | str:
+def _ceil(axis: int, size: int, chips: int, name: str, blocks: tuple[int, ...] = (1,)) -> Cut | str:
     """``size`` cut into one run per chip, chip c holding ``ceil(size/chips)`` elements and
     the last chip the rest; why not, when ``chips`` exceeds ``size`` or leaves a chip none."""
-    assert parts == 1  # only packed_colwise packs, and it cuts evenly
+    assert blocks == (1,)  # only packed_colwise packs, and it cuts evenly
     if chips > size:
         return (
             f"{chips} chips exceed the {size} rows of axis {axis} of '{name}': every chip "
@@ -246,6 +269,11 @@ def shipped_plans() -> list[str]:
     return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".json"))
 
 
+def shipped_plan_text(name: str) -> str:
+    """The JSON text of the shipped plan ``name`` (one of `shipped_plans`)."""
+    return (resources.files("tp_dialect") / "plans" / f"{name}.json").read_text()
+
+
 def load_plan(spec: str) -> TpPlan:
     """The plan ``spec`` names: a JSON file's path (read within `MAX_JSON_BYTES`), or the
     name of a shipped plan."""
@@ -253,8 +281,7 @@ def load_plan(spec: str) -> TpPlan:
     if path.exists() and not path.is_dir():
         text, source = read_json_text(spec, "plan", PlanError), str(path)
     elif spec in shipped_plans():
-        text = (resources.files("tp_dialect") / "plans" / f"{spec}.json").read_text()
-        source = f"plan '{spec}'"
+        text, source = shipped_plan_text(spec), f"plan '{spec}'"
     elif path.is_dir():
         raise PlanError(f"cannot read plan '{spec}': a directory; give a JSON file")
     else:
@@ -296,10 +323,30 @@ def _entry(pattern: str, value: object, source: str) -> Entry:
         raise PlanError(f"{where}: layout {json.dumps(layout)} is not one of {', '.join(LAYOUTS)}")
     if "layout" in value and style == "embedding_rowwise":
         raise PlanError(f"{where}: embedding_rowwise takes no 'layout' (a table is [rows, cols])")
-    if not isinstance(parts, int) or isinstance(parts, bool) or not 1 <= parts <= 64:
-        raise PlanError(f"{where}: parts must be a whole number from 1 to 64")
+    parts = _parts(parts, where)
     if parts != 1 and style != "packed_colwise":
         raise PlanError(f"{where}: only packed_colwise takes 'parts'")
     if not isinstance(optional, bool):
         raise PlanError(f"{where}: optional must be true or false")
     return Entry(pattern, str(style), str(layout), parts, optional)
+
+
+def _whole(value: object, low: int, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def _parts(parts: object, where: str) -> int | tuple[int, ...]:
+    """An entry's ``parts``: a count from 1 to 64, or a list of 1 to 64 relative sizes (each
+    a whole number from 1 to 2**63 - 1, as every size in tp is an i64)."""
+    if _whole(parts, 1, 64):
+        return parts  # type: ignore[return-value]
+    if (
+        isinstance(parts, list)
+        and 1 <= len(parts) <= 64
+        and all(_whole(w, 1, 2**63 - 1) for w in parts)
+    ):
+        return tuple(parts)
+    raise PlanError(
+        f"{where}: parts must be a whole number from 1 to 64, or a list of 1 to 64 relative "
+        "block sizes (whole numbers from 1 to 2**63 - 1)"
+    )

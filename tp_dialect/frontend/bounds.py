@@ -35,7 +35,8 @@ MAX_CHIPS = MAX_LOWERED_CHIPS
 """The most chips tp-gen splits over: tp-relocate and tp-link-points lower no more."""
 MAX_CHIP_LAYERS = 2048
 """The most layers × chips tp-gen writes out (its flat program holds each chip's slice of
-each layer: about 40 MB of text and 4 s at qwen3-8b dims, 256 layers over 8 chips)."""
+each layer: about 40 MB of text, and 40 s and 570 MB to parse, split and print the unsharded
+program through xDSL, at qwen3-8b dims, 256 layers over 8 chips)."""
 MAX_WRITTEN_VALUES = 4096
 """The most values of one constant tp-gen writes out one by one (Qwen3's RoPE table)."""
 ELEMENT_BYTES = 4  # f32: every activation, and what a bf16 weight is computed in
