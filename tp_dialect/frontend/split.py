@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from io import StringIO
 
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 
@@ -33,23 +34,36 @@ def split_text(
     ``certified``, not certified (tp-split's check skipped: the program as tp-gen has always
     written it, for tp-verify to certify); ``comment`` (a ``//`` line) on top. GenError, one line,
     where tp-split refuses."""
-    from tp_dialect.passes.fold_allreduce import TpFoldAllreduce
-    from tp_dialect.passes.split import TpSplit, split_by_plan
-
-    ctx = tp_context()
-    module = Parser(ctx, text, "<tp-gen>").parse_module()
-    try:
-        if isinstance(plan, str):
-            plan = TpSplit(chips=chips, plan=plan).plan_for(module)
-        split_by_plan(module, plan, chips, certify=certified)
-        if fold:
-            TpFoldAllreduce().apply(ctx, module)
-    except TpDiagnostic as err:
-        raise GenError(err.message) from None
-    except PlanError as err:  # a plan built in code that its own parser refuses
-        raise GenError(str(err)) from None
+    module = Parser(tp_context(), text, "<tp-gen>").parse_module()
+    split_module(module, chips, plan, fold=fold, certified=certified)
     out = StringIO()
     if comment:
         out.write(comment + "\n")
     Printer(stream=out).print_op(module)
     return out.getvalue() + "\n"
+
+
+def split_module(
+    module: ModuleOp,
+    chips: int,
+    plan: str | TpPlan,
+    *,
+    fold: bool = False,
+    certified: bool = True,
+) -> ModuleOp:
+    """``module`` (an unsharded program) split in place over ``chips`` chips by ``plan``, as
+    `split_text` says; GenError, one line, where tp-split refuses."""
+    from tp_dialect.passes.fold_allreduce import TpFoldAllreduce
+    from tp_dialect.passes.split import TpSplit, split_by_plan
+
+    try:
+        if isinstance(plan, str):
+            plan = TpSplit(chips=chips, plan=plan).plan_for(module)
+        split_by_plan(module, plan, chips, certify=certified)
+        if fold:
+            TpFoldAllreduce().apply(tp_context(), module)
+    except TpDiagnostic as err:
+        raise GenError(err.message) from None
+    except PlanError as err:  # a plan built in code that its own parser refuses
+        raise GenError(str(err)) from None
+    return module

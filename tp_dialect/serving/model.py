@@ -24,10 +24,8 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
-from tp_dialect.diagnostics import TpDiagnostic
-from tp_dialect.frontend.blocks import GenError
 from tp_dialect.frontend.registry import Pretrained, read_model
-from tp_dialect.passes.split import TpSplit
+from tp_dialect.frontend.split import split_module
 from tp_dialect.passes.universe import lowered
 from tp_dialect.runtime.checkpoint import ModelWeights, open_model_dir
 from tp_dialect.runtime.generation import GenerationResult, Limits, check_prompt, generate
@@ -173,7 +171,7 @@ def build_program(
     text = model.write(model.step(step, tokens, limits.batch, limits.positions, options.logits))
     module = Parser(tp_context(), text).parse_module()
     if options.chips > 1:
-        module = split(module, options.chips, model.entry.plan)
+        module = split_module(module, options.chips, model.entry.plan)
     # Written and split outlined (one @layer), run inlined: a session keeps each layer's
     # weight and cache slices as the chips' own buffers, which it finds as the shards of the
     # entry's arguments (an outlined callee cuts whichever layer's arguments it is handed).
@@ -260,13 +258,3 @@ def token_ids(config: Mapping[str, Any], directory: Path) -> tuple[tuple[int, ..
     stops = () if eos is None else tuple(int(e) for e in np.atleast_1d(eos))
     pad = config.get("pad_token_id")
     return stops, None if pad is None else int(pad)
-
-
-def split(module: ModuleOp, chips: int, plan: str) -> ModuleOp:
-    """``module`` (an unsharded step) split over ``chips`` by tp-split's ``plan`` (in
-    place); a refusal is a GenError naming it."""
-    try:
-        TpSplit(chips=chips, plan=plan).apply(tp_context(), module)
-    except TpDiagnostic as err:
-        raise GenError(err.message) from None
-    return module
