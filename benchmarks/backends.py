@@ -61,13 +61,13 @@ from tp_dialect.runtime.checkpoint import (  # noqa: E402
     random_inputs,
     random_weights,
 )
+from tp_dialect.runtime.iree_tuning import spec_flag  # noqa: E402
 from tp_dialect.runtime.reference import run_program  # noqa: E402
 from tp_dialect.tools.run_iree import iree_program  # noqa: E402
 from tp_dialect.tools.source import parse_module  # noqa: E402
 from tp_dialect.universe import tp_context  # noqa: E402
 
 BASE = Qwen3Config.preset("qwen3-8b", layers=1)
-COLUMNS = ("interp", "IREE", "JAX")
 
 
 def _programs(chips: int, dtype: str) -> Any:
@@ -86,8 +86,18 @@ def _median(times: list[float]) -> float:
     return sorted(times)[len(times) // 2]
 
 
+Variant = tuple[str, tuple[str, ...], bool]
+"""An IREE column besides the backend's own: its name, extra compile flags, and whether
+carried values read once are donated (`benchmarks.iree_step`)."""
+
+
 def measure(
-    chips: int, dtypes: list[str], reps: int, position: int, weights: dict[str, dict]
+    chips: int,
+    dtypes: list[str],
+    reps: int,
+    position: int,
+    weights: dict[str, dict],
+    variants: list[Variant],
 ) -> list[dict[str, Any]]:
     """Every column at ``chips`` chips for each of ``dtypes``: medians (s), compile times,
     the errors against numpy."""
@@ -98,11 +108,23 @@ def measure(
         program = _programs(chips, dtype)
         inputs = random_inputs(program, seed=1, position=position)
         placement = place_weights(program, MemorySource(weights[dtype]), inputs)
+        row: dict[str, Any] = {"chips": chips, "dtype": dtype}
         with tempfile.TemporaryDirectory(prefix="tp-iree-bench-") as tmp:
             cache = iree_exec.ModuleCache(Path(tmp))
             cold = iree_exec.run_iree(program, placement.values, placement.placed, cache)
             warm = iree_exec.run_iree(program, placement.values, placement.placed, cache)
             resident = resident_step(program, placement.values, placement.placed, cache)
+            for name, flags, donate in variants:
+                base = iree_exec.FLAGS
+                iree_exec.FLAGS = (*base, *flags)
+                try:
+                    other = resident_step(
+                        program, placement.values, placement.placed, cache, donate
+                    )
+                finally:
+                    iree_exec.FLAGS = base
+                steps[(dtype, name)] = lambda other=other: other.run()["hidden_states"]
+                row[f"copies_{name}"] = other.copies
         steps[(dtype, "interp")] = lambda program=program, placement=placement: run_program(
             program, placement.values, placement.placed
         )["hidden_states"]
@@ -122,18 +144,13 @@ def measure(
                 return out
 
             steps[(dtype, "JAX")] = jax_run
-        rows.append(
-            {
-                "chips": chips,
-                "dtype": dtype,
-                "cold": cold.compile_s,
-                "warm": warm.compile_s,
-                "compiled": cold.compiled,
-                "segments": resident.segments,
-                "calls": resident.calls,
-                "copies": resident.copies,
-            }
+        row.update(
+            cold=cold.compile_s,
+            warm=warm.compile_s,
+            calls=resident.calls,
+            copies=resident.copies,
         )
+        rows.append(row)
         del placement
         gc.collect()
 
@@ -157,11 +174,10 @@ def measure(
             fn()
             times[key].append(time.perf_counter() - t0)
     for row in rows:
-        d = row["dtype"]
         row["numpy"] = _median(times[("f32", "numpy")])
-        for col in COLUMNS:
-            if (d, col) in times:
-                row[col] = _median(times[(d, col)])
+        for (d, col), ts in times.items():
+            if d == row["dtype"]:
+                row[col] = _median(ts)
                 row[f"err_{col}"] = errors[(d, col)]
     return rows
 
@@ -171,31 +187,59 @@ def _ms(row: dict[str, Any], col: str) -> str:
 
 
 def _ratio(a: float | None, b: float | None) -> str:
-    return f"{a / b:6.2f}x" if a and b else "      -"
+    return f"{a / b:.2f}x" if a and b else "-"
 
 
-def report(rows: list[dict[str, Any]], reps: int, position: int) -> None:
-    """The table: times (ms), ratios, compile times and what a step calls."""
+def report(rows: list[dict[str, Any]], reps: int, position: int, iree: list[str]) -> None:
+    """The tables: times (ms) and compile times, then each IREE column's ratios."""
     by = {(r["chips"], r["dtype"]): r for r in rows}
+    cols = ["interp", *iree, "numpy", "JAX"]
     print(
         f"qwen3-8b decode layer (hidden 4096, 32/8 heads, head_dim 128, intermediate 12288), "
         f"batch 1, position {position} of 2048; step medians of {reps} interleaved runs, ms"
     )
     print(
-        "  N  weights  interp    IREE   numpy     JAX  IREE/numpy  IREE/JAX  bf16/f32"
-        "  compile cold  warm  calls copies  max rel err (interp IREE JAX)"
+        "  N  weights "
+        + " ".join(f"{c:>7s}" for c in cols)
+        + "  compile cold   warm  calls copies  max rel err vs numpy"
+    )
+    for r in rows:
+        errs = " ".join(
+            f"{c} {r[f'err_{c}']:.0e}" for c in cols if f"err_{c}" in r and c != "numpy"
+        )
+        copies = "/".join(str(r[k]) for k in ["copies", *(f"copies_{c}" for c in iree)] if k in r)
+        print(
+            f"{r['chips']:3d}  {r['dtype']:>7s} "
+            + " ".join(_ms(r, c) for c in cols)
+            + f"  {r['cold']:10.2f} s {r['warm']:5.2f} s {r['calls']:5d} {copies:>6s}  {errs}"
+        )
+    print(
+        "ratios:  N  weights  "
+        + "  ".join(f"{c + '/numpy':>12s} {c + '/JAX':>10s} {c + ' bf16/f32':>14s}" for c in iree)
     )
     for r in rows:
         f32 = by.get((r["chips"], "f32"))
-        bf = _ratio(r["IREE"], f32["IREE"]) if r["dtype"] != "f32" and f32 else "      -"
-        errs = " ".join(f"{r[f'err_{c}']:.0e}" if f"err_{c}" in r else "-" for c in COLUMNS)
-        print(
-            f"{r['chips']:3d}  {r['dtype']:>7s} {_ms(r, 'interp')} {_ms(r, 'IREE')} "
-            f"{_ms(r, 'numpy')} {_ms(r, 'JAX')}  {_ratio(r['IREE'], r['numpy']):>10s}"
-            f"  {_ratio(r['IREE'], r.get('JAX')):>8s}  {bf:>8s}"
-            f"  {r['cold']:10.2f} s {r['warm']:5.2f} s {r['calls']:5d} {r['copies']:6d}"
-            f"  {errs}"
-        )
+        parts = []
+        for c in iree:
+            bf = _ratio(r.get(c), f32.get(c)) if r["dtype"] != "f32" and f32 else "-"
+            parts.append(
+                f"{_ratio(r.get(c), r.get('numpy')):>12s} {_ratio(r.get(c), r.get('JAX')):>10s} "
+                f"{bf:>14s}"
+            )
+        print(f"{r['chips']:3d}  {r['dtype']:>7s}  " + "  ".join(parts))
+
+
+def _load() -> str:
+    """The machine's 1-minute load average: other work on the cores shows in every column."""
+    return f"{os.getloadavg()[0]:.1f}"
+
+
+def _variant(text: str, spec_dir: Path) -> Variant:
+    """``NAME=ITEM ...``: ``spec`` (`tp_dialect.runtime.iree_tuning`'s tuning spec),
+    ``donate`` (carried values read once donated) or an IREE flag."""
+    name, _, items = text.partition("=")
+    flags = tuple(spec_flag(spec_dir) if i == "spec" else i for i in items.split() if i != "donate")
+    return name, flags, "donate" in items.split()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -207,11 +251,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--iree-flag", action="append", default=[], help="an extra IREE compile flag"
     )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        help="another IREE column, NAME='ITEM ...': spec (the bf16 tuning spec), donate "
+        "(carried values read once donated) or an IREE flag",
+    )
     args = parser.parse_args(argv)
     chip_counts = [int(c) for c in args.chips.split(",")]
     dtypes = args.dtypes.split(",")
     if args.iree_flag:
         iree_exec.FLAGS = (*iree_exec.FLAGS, *args.iree_flag)
+    load = _load()
     print(
         f"threads: numpy and the interpreter 1 ({os.environ['OPENBLAS_NUM_THREADS']} BLAS "
         f"thread), IREE local-task and XLA every core ({os.cpu_count()}); IREE flags "
@@ -222,12 +274,14 @@ def main(argv: list[str] | None = None) -> None:
     bf16 = random_weights(_programs(1, "bf16"), seed=0)
     weights = {"bf16": bf16, "f32": {k: v.astype(np.float32) for k, v in bf16.items()}}
     rows = []
-    for chips in chip_counts:
-        rows += measure(chips, dtypes, args.reps, args.position, weights)
-        gc.collect()
-    report(rows, args.reps, args.position)
+    with tempfile.TemporaryDirectory(prefix="tp-iree-spec-") as spec_dir:
+        variants = [_variant(v, Path(spec_dir)) for v in args.variant]
+        for chips in chip_counts:
+            rows += measure(chips, dtypes, args.reps, args.position, weights, variants)
+            gc.collect()
+    report(rows, args.reps, args.position, ["IREE", *(v[0] for v in variants)])
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-    print(f"peak RSS {peak:.1f} GiB")
+    print(f"peak RSS {peak:.1f} GiB; load average {_load()} (at start {load})")
 
 
 if __name__ == "__main__":

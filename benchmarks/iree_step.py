@@ -5,8 +5,10 @@ serving loop pays a step, for `benchmarks.backends` (not itself a benchmark).
 module cache, placement and relay (`tp_dialect.runtime.segments.run_segments`) — but places
 once and returns a step that can be called again and again: ``run_iree`` places every weight
 at each call, so its ``run_s`` is one step in a fresh context. The step donates what
-``run_iree`` donates and copies what it copies (an argument IREE writes that another argument
-also reads); its count is reported, since each copy is a host round trip.
+``run_iree`` donates and copies what it copies (an argument IREE writes that the host does not
+own alone); its count is reported, since each copy is a host round trip. With
+``donate_carries`` a carried value IREE writes is donated too when one argument alone reads
+it (the remedy measured in docs/benchmarks.md: nothing reads it after that segment).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ def resident_step(
     values: Mapping[str, Any],
     placed: Mapping[ShardOp, np.ndarray],
     cache: iree_exec.ModuleCache,
+    donate_carries: bool = False,
 ) -> ResidentStep:
     """``module``'s per-chip programs compiled (or found in ``cache``), every input and slice
     placed on IREE's device once, and a step that runs the relay on them, equal to
@@ -91,13 +94,23 @@ def resident_step(
         key_of(p) for e in entries for p in e["arguments"] if p["kind"] in iree_exec.RESIDENT
     )
 
-    def copied(port: dict[str, Any]) -> bool:
+    carry_reads = Counter(
+        (e["chip"], p["name"])
+        for e in entries
+        if "chip" in e
+        for p in e["arguments"]
+        if p["kind"] == "carry"
+    )
+
+    def copied(entry: dict[str, Any], port: dict[str, Any]) -> bool:
         donated = port["kind"] in iree_exec.RESIDENT and reads[key_of(port)] == 1
+        if donate_carries and port["kind"] == "carry":
+            donated = carry_reads[(entry["chip"], port["name"])] == 1
         return bool(port.get("written")) and not donated
 
     def call(entry: dict[str, Any], args: list[Any]) -> tuple[Any, ...]:
         given = [
-            device.place(a.to_host()) if copied(port) else a
+            device.place(a.to_host()) if copied(entry, port) else a
             for a, port in zip(args, entry["arguments"], strict=True)
         ]
         return iree_exec._results(called[entry["function"]](*given), len(entry["results"]))
@@ -121,5 +134,5 @@ def resident_step(
         len(manifest["segments"]),
         len(by_key),
         len(runs),
-        sum(copied(p) for e in runs for p in e["arguments"]),
+        sum(copied(e, p) for e in runs for p in e["arguments"]),
     )
