@@ -16,7 +16,8 @@ Columns (each a median of ``--reps`` runs, interleaved: every rep runs every col
 - ``numpy``: `benchmarks.numpy_qwen3` on the full f32 weights: the memory-bandwidth floor
   (numpy has no bf16 matmul: a bf16 row's numpy is the f32 one);
 - ``JAX``: `benchmarks.jax_qwen3`, ``jax.jit(shard_map(...))`` over N of XLA's host devices,
-  caches donated; skipped with a note when JAX is not installed (``pip install 'tp[bench]'``).
+  caches donated; skipped with a note when JAX is not installed (``pip install -e
+  '.[bench]'`` installs IREE and JAX).
 
 Threads, the measuring condition: numpy (BLAS) and the interpreter run on one thread
 (``OPENBLAS_NUM_THREADS=1`` and friends, set here before numpy loads unless already set);
@@ -259,6 +260,10 @@ def main(argv: list[str] | None = None) -> None:
         "(carried values read once donated) or an IREE flag",
     )
     args = parser.parse_args(argv)
+    try:
+        iree_exec.iree()
+    except iree_exec.IreeError as err:
+        raise SystemExit(f"benchmarks.backends: error: {err}") from None
     chip_counts = [int(c) for c in args.chips.split(",")]
     dtypes = args.dtypes.split(",")
     if args.iree_flag:
@@ -270,7 +275,7 @@ def main(argv: list[str] | None = None) -> None:
         f"{' '.join(iree_exec.FLAGS)}"
     )
     if not jax_qwen3.available():
-        print("JAX is not installed: its column is skipped (pip install 'tp[bench]')")
+        print("JAX is not installed: its column is skipped (pip install -e '.[bench]')")
     bf16 = random_weights(_programs(1, "bf16"), seed=0)
     weights = {"bf16": bf16, "f32": {k: v.astype(np.float32) for k, v in bf16.items()}}
     rows = []
