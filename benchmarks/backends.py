@@ -216,18 +216,26 @@ def report(rows: list[dict[str, Any]], reps: int, position: int, iree: list[str]
             + " ".join(_ms(r, c) for c in cols)
             + f"  {r['cold']:10.2f} s {r['warm']:5.2f} s {r['calls']:5d} {copies:>6s}  {errs}"
         )
+    print("minima of the same runs, ms (a step with the least interference)")
+    for r in rows:
+        print(f"{r['chips']:3d}  {r['dtype']:>7s} " + " ".join(_ms(r["min"], c) for c in cols))
+    print("ratios, of the medians | of the minima (bf16/f32: over the f32 step of the column)")
     print(
-        "ratios:  N  weights  "
-        + "  ".join(f"{c + '/numpy':>12s} {c + '/JAX':>10s} {c + ' bf16/f32':>14s}" for c in iree)
+        "  N  weights  "
+        + "  ".join(f"{c + '/numpy':>18s} {c + '/JAX':>14s} {c + ' bf16/f32':>16s}" for c in iree)
     )
     for r in rows:
         f32 = by.get((r["chips"], "f32"))
         parts = []
         for c in iree:
-            bf = _ratio(r.get(c), f32.get(c)) if r["dtype"] != "f32" and f32 else "-"
+            cells = []
+            for t, t32 in ((r, f32), (r["min"], f32 and f32["min"])):
+                bf = _ratio(t.get(c), t32.get(c)) if r["dtype"] != "f32" and t32 else "-"
+                cells.append((_ratio(t.get(c), t.get("numpy")), _ratio(t.get(c), t.get("JAX")), bf))
             parts.append(
-                f"{_ratio(r.get(c), r.get('numpy')):>12s} {_ratio(r.get(c), r.get('JAX')):>10s} "
-                f"{bf:>14s}"
+                " ".join(
+                    f"{cells[0][i] + ' | ' + cells[1][i]:>{w}s}" for i, w in enumerate((18, 14, 16))
+                )
             )
         print(f"{r['chips']:3d}  {r['dtype']:>7s}  " + "  ".join(parts))
 
