@@ -274,8 +274,14 @@ def main(argv: list[str] | None = None) -> None:
         iree_exec.iree()
     except iree_exec.IreeError as err:
         raise SystemExit(f"benchmarks.backends: error: {err}") from None
-    chip_counts = [int(c) for c in args.chips.split(",")]
+    chip_counts = [int(c) if c.isdigit() else -1 for c in args.chips.split(",")]
     dtypes = args.dtypes.split(",")
+    if not set(chip_counts) <= {1, 2, 4, 8}:
+        parser.error(f"--chips {args.chips}: qwen3-8b's 8 KV heads split over 1, 2, 4 or 8")
+    if not set(dtypes) <= {"f32", "bf16"}:
+        parser.error(f"--dtypes {args.dtypes}: f32 and/or bf16")
+    if args.reps < 1 or not 0 <= args.position < BASE.max_positions:
+        parser.error(f"--reps at least 1, --position 0..{BASE.max_positions - 1}")
     if args.iree_flag:
         iree_exec.FLAGS = (*iree_exec.FLAGS, *args.iree_flag)
     load = _load()
