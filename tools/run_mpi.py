@@ -14,14 +14,18 @@ from collections.abc import Mapping
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
 
 from tp_dialect.ops import AllReduceOp
 from tp_dialect.passes.universe import lowered as lowered_copy
+from tp_dialect.program_ops import CHIP_FUNCTION
 from tp_dialect.runtime import mpi_exec, progress
 from tp_dialect.runtime.checkpoint import (
     TensorSource,
 )
 from tp_dialect.runtime.host_memory import check_fits, run_needs
+from tp_dialect.runtime.iree_exec import TARGET, module_cache
+from tp_dialect.runtime.iree_mpi import run_mpi_iree
 from tp_dialect.runtime.launch import find_mpiexec, rank_env, run_bounded
 from tp_dialect.runtime.model import (
     stage_of,
@@ -66,9 +70,9 @@ def _mpiexec() -> str:
 
 def launch(args: argparse.Namespace, argv: list[str]) -> int:
     """``--mpi N``: this command again under ``mpiexec -n N`` (one more rank for
-    ``--relay host``) with ``--backend mpi``, bounded by ``--timeout``; the ranks' output
-    passed on, their errors as one line. N is checked against the program's chips before
-    any rank starts."""
+    ``--relay host``) with ``--backend mpi`` (and ``--engine iree`` for ``--backend
+    iree``), bounded by ``--timeout``; the ranks' output passed on, their errors as one
+    line. N is checked against the program's chips before any rank starts."""
     if args.mpi < 1:
         raise UserError(f"--mpi {args.mpi}: give at least one rank")
     if args.backend == "mpi":
@@ -93,6 +97,7 @@ def launch(args: argparse.Namespace, argv: list[str]) -> int:
     )
     cmd = [mpiexec, "-n", str(ranks), sys.executable, "-m", "tp_dialect.tools.tp_run"]
     cmd += [*strip_mpi(argv), "--backend", "mpi"]
+    cmd += ["--engine", "iree"] if args.backend == "iree" else []
     with tempfile.TemporaryDirectory(prefix="tp-mpi-") as pids:
         env = {**rank_env(ranks), mpi_exec.PID_DIR_ENV: pids}
         # The ranks' stderr is a pipe held until they end: they report progress to files
@@ -185,11 +190,12 @@ def main_mpi(args: argparse.Namespace) -> int:
     rank = comm.Get_rank()
     mpi_exec.record_rank(rank)
     check_mpi_flags(args, "--backend mpi")
+    iree = args.engine == "iree"
     try:
         module = load_program(tp_context(), args.program)
         if rank == 0:
             warn_certificate(args.program, module)
-        runnable = per_chip(module, args.allreduce, rank == 0)
+        runnable = per_chip(module, args.allreduce, rank == 0, flat=iree)
         mpi_exec.check_world(runnable, comm.Get_size(), args.relay)
     except Exception as err:  # alike on every rank: one says it, none aborts
         if rank != 0:
@@ -212,16 +218,22 @@ def main_mpi(args: argparse.Namespace) -> int:
         return given
 
     try:
-        with progress.rank_reporting(rank, mpi_exec.linalg_ops(runnable, rank), sys.stderr):
-            run = mpi_exec.run_mpi(
-                runnable,
-                open_source,
-                read_inputs,
-                args.storage,
-                args.relay,
-                comm,
-                args.cast,
-            )
+        # IREE's compiled code counts no ops: its ranks report the bytes they load
+        ops = 0 if iree else mpi_exec.linalg_ops(runnable, rank)
+        with progress.rank_reporting(rank, ops, sys.stderr):
+            if iree:
+                cache = module_cache(args.iree_cache)
+                run = run_mpi_iree(runnable, open_source, read_inputs, comm, args.cast, cache)
+            else:
+                run = mpi_exec.run_mpi(
+                    runnable,
+                    open_source,
+                    read_inputs,
+                    args.storage,
+                    args.relay,
+                    comm,
+                    args.cast,
+                )
     except BaseException as err:
         chip = "" if args.relay == "host" and rank == comm.Get_size() - 1 else f" (chip {rank})"
         text = str(err) or type(err).__name__
@@ -234,7 +246,8 @@ def main_mpi(args: argparse.Namespace) -> int:
     chips = comm.Get_size() - (args.relay == "host")
     print(
         f"ran {args.program} on {comm.Get_size()} MPI rank(s) ({chips} chip(s), relay "
-        f"{args.relay}{', storage semantics' if args.storage else ''}): {elapsed * 1e3:.1f} ms"
+        f"{args.relay}{', storage semantics' if args.storage else ''}"
+        f"{f', IREE {TARGET}' if iree else ''}): {elapsed * 1e3:.1f} ms"
     )
     if args.stats:
         print(mpi_exec.format_rank_stats(run.stats))
@@ -245,9 +258,21 @@ def main_mpi(args: argparse.Namespace) -> int:
     return check_outputs(args, module, source or source_of(args, module), given, run.outputs)
 
 
-def per_chip(module: ModuleOp, allreduce: str, say: bool) -> ModuleOp:
+def per_chip(module: ModuleOp, allreduce: str, say: bool, flat: bool = False) -> ModuleOp:
     """``module`` as per-chip programs: itself, or a copy lowered to them (``say``: on
-    stderr, which passes ran)."""
+    stderr, which passes ran); ``flat``: an outlined program's per-chip functions inlined
+    into a copy (what tp-export cuts, for IREE)."""
+    module = _lowered(module, allreduce, say)
+    if flat and any(isinstance(f, FuncOp) and CHIP_FUNCTION in f.attributes for f in module.ops):
+        if say:
+            print(
+                "tp-run: inlining a copy's per-chip functions for IREE: tp-inline", file=sys.stderr
+            )
+        module = lowered_copy(module, "tp-inline")
+    return module
+
+
+def _lowered(module: ModuleOp, allreduce: str, say: bool) -> ModuleOp:
     if stage_of(module) == "programs":
         return module
     if allreduce not in AllReduceOp.ALGORITHMS:

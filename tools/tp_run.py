@@ -156,12 +156,20 @@ def parser() -> argparse.ArgumentParser:
         default="interp",
         help="interp (default): one process; mpi: this process is one rank of an MPI world "
         "(mpiexec -n N tp-run PROGRAM --backend mpi ...); iree: the per-chip programs "
-        "compiled by IREE to native code, one process (pip install 'tp[iree]')",
+        "compiled by IREE to native code, in one process or, with --mpi N, on N ranks "
+        "(pip install 'tp[iree]')",
+    )
+    r.add_argument(
+        "--engine",
+        choices=("interp", "iree"),
+        default="interp",
+        help="with --backend mpi: what runs a rank's chip: interp (default), or iree "
+        "(what tp-run --mpi N --backend iree starts)",
     )
     r.add_argument(
         "--iree-cache",
         metavar="DIR",
-        help="with --backend iree: keep compiled modules here (default $TP_IREE_CACHE, else "
+        help="with IREE: keep compiled modules here (default $TP_IREE_CACHE, else "
         "~/.cache/tp/iree)",
     )
     r.add_argument(

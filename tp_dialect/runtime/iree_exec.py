@@ -24,7 +24,7 @@ import platform
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Container, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -41,7 +41,7 @@ from tp_dialect.passes.export import export_module, manifest_of
 from tp_dialect.program_ops import ChipProgramOp
 from tp_dialect.runtime.arrays import slice_of
 from tp_dialect.runtime.reference import bind
-from tp_dialect.runtime.segments import run_segments
+from tp_dialect.runtime.segments import Call, Entry, Port, run_segments
 from tp_dialect.signature import entry_function, ports
 
 EXTRA = "iree"
@@ -56,6 +56,8 @@ FLAGS = (
 """IREE's target and flags: native code for this machine's CPU."""
 
 _MAGIC = b"tp-iree-1\n"
+_MPI_WORLD_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE")
+"""What IREE's runtime reads as 'running under mpiexec' (MPICH's and Open MPI's)."""
 
 
 class IreeError(Exception):
@@ -87,6 +89,11 @@ def default_cache_dir() -> Path:
         return Path(given)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "tp" / "iree"
+
+
+def module_cache(directory: str | None) -> ModuleCache:
+    """The cache of compiled modules in ``directory``, else in `default_cache_dir`."""
+    return ModuleCache(Path(directory) if directory else default_cache_dir())
 
 
 @dataclass
@@ -222,7 +229,15 @@ class _Device:
     contexts: list[Any] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.config = self.runtime.Config("local-task")
+        # Under mpiexec IREE's runtime sees the world size in the environment and gives the
+        # device an MPI channel provider of its own (dlopen of libmpi.so; failing when it is
+        # not on the library path). tp's ranks trade buffers through mpi4py and use none of
+        # IREE's collectives: the variables are hidden while the device is made.
+        hidden = {v: os.environ.pop(v) for v in _MPI_WORLD_VARS if v in os.environ}
+        try:
+            self.config = self.runtime.Config("local-task")
+        finally:
+            os.environ.update(hidden)
 
     def function(self, vmfb: bytes) -> Any:
         ctx = self.runtime.SystemContext(config=self.config)
@@ -255,29 +270,51 @@ def _slices(module: ModuleOp) -> dict[tuple[str, int, tuple[tuple[int, int], ...
     return out
 
 
-def run_iree(
+@dataclass
+class Prepared:
+    """Some entries of a program's export compiled and their host inputs placed on one
+    device, each distinct function and each input or slice once: what `call` runs them by,
+    what `host_input` hands them, ready for a relay (`run_segments`, or one MPI rank's)."""
+
+    manifest: dict[str, Any]
+    device: Any
+    call: Call
+    host_input: Callable[[Port], Any]
+    functions: int
+    distinct: int
+    compile_s: float
+    place_s: float
+    placed_bytes: int
+
+
+def prepare(
     module: ModuleOp,
     values: Mapping[str, Any],
     placed: Mapping[ShardOp, np.ndarray] | None = None,
     cache: ModuleCache | None = None,
-) -> IreeRun:
-    """``module`` (per-chip programs with or without their relay) run on IREE: its results
-    by name, equal to the reference interpreter's to f32 rounding. ``placed``: the slices
-    the host already loaded (`place_weights`); any other slice is cut from ``values``."""
+    chips: Container[int] | None = None,
+    host: bool = True,
+) -> Prepared:
+    """``module``'s export (a copy's) with the segments of ``chips`` (every chip: None) and,
+    with ``host``, ``@host`` compiled by IREE and every host input or slice they read placed
+    on the device, once. ``placed``: the slices the host already loaded (`place_weights`);
+    any other slice is cut from ``values``."""
     _, runtime = iree()
     cache = cache or ModuleCache(default_cache_dir())
     func = entry_function(module)
-    ins, outs = ports(func)
+    ins, _ = ports(func)
     host_values = {p.name: v for p, v in zip(ins, bind(ins, values), strict=True)}
     exported = module.clone()
     export_module(exported)
     manifest = manifest_of(exported)
     funcs = {f.sym_name.data: f for f in exported.ops if isinstance(f, FuncOp)}
+    entries = [s for s in manifest["segments"] if chips is None or s["chip"] in chips]
+    entries += [manifest["host"]] if host else []
     t0 = time.perf_counter()
     device = _Device(runtime)
     by_key: dict[str, Any] = {}
     called: dict[str, Any] = {}
-    for entry in [*manifest["segments"], manifest["host"]]:
+    for entry in entries:
         name = entry["function"]
         text = segment_text(funcs[name])
         key = cache.key(text)
@@ -289,34 +326,32 @@ def run_iree(
     placed = placed or {}
     resident: dict[Any, Any] = {}  # each host input and slice on the device, once
 
-    def host_port(port: dict[str, Any]) -> Any:
+    def host_port(port: Port) -> Any:
         key = _resident_key(port)
-        if port["kind"] == "input":
-            if key not in resident:
-                resident[key] = device.place(host_values[port["name"]])
+        if key in resident:
             return resident[key]
-        ranges = key[2]
-        if key not in resident:
+        if port["kind"] == "input":
+            data = host_values[port["name"]]
+        else:
             shard = slices.get(key)
             if shard is not None and shard in placed:
                 data = placed[shard]
             else:
-                data = slice_of(np.asarray(host_values[port["name"]]), port["axis"], ranges)
-            resident[key] = device.place(data)
+                data = slice_of(np.asarray(host_values[port["name"]]), port["axis"], key[2])
+        resident[key] = device.place(data)
         return resident[key]
 
-    entries = [*manifest["segments"], manifest["host"]]
     reads = Counter(
         _resident_key(p) for e in entries for p in e["arguments"] if p["kind"] in RESIDENT
     )
 
-    def donated(port: dict[str, Any]) -> bool:
+    def donated(port: Port) -> bool:
         """Whether the argument's buffer may be written: a host input or slice (placed in a
         buffer of its own, aliasing nothing) that no other argument reads, say a chip's
         cache slice, which its update then writes in place as a chip's memory would."""
         return port["kind"] in RESIDENT and reads[_resident_key(port)] == 1
 
-    def call(entry: dict[str, Any], args: list[Any]) -> tuple[Any, ...]:
+    def call(entry: Entry, args: list[Any]) -> tuple[Any, ...]:
         """The entry's compiled function on ``args``, where an argument IREE may write gets
         a copy of its own unless donated: the host reads every other buffer it holds again
         (iree-org/iree#16168: IREE writes such arguments in place)."""
@@ -337,23 +372,53 @@ def run_iree(
         for port in entry["arguments"]:
             if port["kind"] in RESIDENT:
                 host_port(port)
-    t2 = time.perf_counter()
-    results = run_segments(manifest, host_port, call)
-    outputs = {
-        port.name: np.asarray(r.to_host(), dtype=port.numpy_dtype)
-        for port, r in zip(outs, results, strict=True)
-    }
-    return IreeRun(
-        outputs,
+    placed_bytes = sum(int(np.prod(a.shape)) * a.dtype.itemsize for a in resident.values())
+    return Prepared(
+        manifest,
+        device,
+        call,
+        host_port,
         len(called),
         len(by_key),
+        t1 - t0,
+        time.perf_counter() - t1,
+        placed_bytes,
+    )
+
+
+def run_iree(
+    module: ModuleOp,
+    values: Mapping[str, Any],
+    placed: Mapping[ShardOp, np.ndarray] | None = None,
+    cache: ModuleCache | None = None,
+) -> IreeRun:
+    """``module`` (per-chip programs with or without their relay) run on IREE: its results
+    by name, equal to the reference interpreter's to f32 rounding. ``placed``: the slices
+    the host already loaded (`place_weights`); any other slice is cut from ``values``."""
+    cache = cache or ModuleCache(default_cache_dir())
+    prepared = prepare(module, values, placed, cache)
+    t0 = time.perf_counter()
+    results = run_segments(prepared.manifest, prepared.host_input, prepared.call)
+    return IreeRun(
+        host_outputs(module, results),
+        prepared.functions,
+        prepared.distinct,
         cache.compiled,
         cache.hits,
         cache.rebuilt,
-        t1 - t0,
-        t2 - t1,
-        time.perf_counter() - t2,
+        prepared.compile_s,
+        prepared.place_s,
+        time.perf_counter() - t0,
     )
+
+
+def host_outputs(module: ModuleOp, results: tuple[Any, ...]) -> dict[str, np.ndarray]:
+    """``@host``'s device results as the program's outputs by name, in their dtypes."""
+    _, outs = ports(entry_function(module))
+    return {
+        port.name: np.asarray(r.to_host(), dtype=port.numpy_dtype)
+        for port, r in zip(outs, results, strict=True)
+    }
 
 
 RESIDENT = ("input", "shard")
