@@ -235,7 +235,7 @@ def test_without_iree_the_backend_names_the_extra(tmp_path: Path) -> None:
     ("flags", "message"),
     [
         (["--backend", "iree", "--storage"], "--storage is the interpreter's: IREE runs tensors"),
-        (["--backend", "iree", "--mpi", "2"], "--backend iree runs in one process: --mpi with"),
+        (["--backend", "iree", "--engine", "iree"], "--engine is a rank's (--backend mpi)"),
         (["--iree-cache", "somewhere"], "tp-run: error: --iree-cache is for --backend iree"),
     ],
 )
