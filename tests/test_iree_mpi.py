@@ -14,12 +14,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from iree_mpi_driver import PIPELINE
 from programs import program, tiny
 from safetensors.numpy import save_file
 from test_mpi import BIN, TIMEOUT, interpreted, one_error, tp_run
 
 from tp_dialect.frontend.qwen3 import generate
+from tp_dialect.passes.universe import lowered
 from tp_dialect.runtime.checkpoint import random_inputs, random_weights
+from tp_dialect.runtime.reference import run_program
 
 
 @pytest.fixture(scope="module")
@@ -142,3 +145,28 @@ def test_what_iree_on_ranks_does_not_do_is_one_line(
     proc = tp_run(src, "--weights", ckpt, "--inputs", inputs, "--outputs", out, *flags)
     assert one_error(proc) == message
     assert not out.exists()
+
+
+@pytest.mark.parametrize(("chips", "allreduce"), [(2, "ring"), (4, "oneshot")])
+def test_the_rank_loop_on_the_interpreter_is_bitwise_the_per_chip_programs(
+    tmp_path: Path, chips: int, allreduce: str
+) -> None:
+    """`run_rank` with the reference interpreter as ``call`` (what a session on ranks reuses):
+    bitwise the interpreter on the per-chip programs themselves."""
+    out = tmp_path / "out.npz"
+    driver = Path(__file__).resolve().parent / "iree_mpi_driver.py"
+    proc = subprocess.run(
+        [str(BIN / "mpiexec"), "-n", str(chips), str(BIN / "python"), str(driver)]
+        + [str(out), str(chips), allreduce],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    module = lowered(program(tiny(chips=chips, layers=2)), PIPELINE.format(allreduce))
+    values = {**random_weights(module, 0), **random_inputs(module, 1, 5)}
+    want = run_program(module, values)
+    with np.load(out) as got:
+        assert sorted(got.files) == sorted(want)
+        for name, value in want.items():
+            assert np.array_equal(got[name], value), name

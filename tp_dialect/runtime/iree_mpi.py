@@ -44,7 +44,7 @@ class Links:
     bytes and the seconds spent sending, receiving and waiting."""
 
     def __init__(self, comm: Any, names: list[str]) -> None:
-        from mpi4py.util import pkl5
+        from mpi4py.util import pkl5  # mpi4py is loaded only when ranks run (`load_mpi`)
 
         self.comm = pkl5.Intracomm(comm)
         self.pkl5 = pkl5
@@ -90,8 +90,8 @@ def run_rank(
 ) -> Finished:
     """Chip ``rank``'s outputs once it has run its segments by ``call`` in the relay's
     order, trading the relay's copies with the other ranks over ``comm`` (received buffers
-    handed to ``place``). Sends are left posted on ``links`` (made here when not given);
-    they are awaited before this returns."""
+    handed to ``place``). Given ``links``, its sends are left posted for the caller to
+    `Links.drain`; without, they go through links of its own, awaited before it returns."""
     own = links or Links(comm, copied_names(manifest))
     segments = {s["function"]: s for s in manifest["segments"]}
     inbox: dict[str, Any] = {}
