@@ -225,6 +225,7 @@ class _Device:
     """IREE's runtime on the host CPU: one device, a context per compiled module."""
 
     runtime: ModuleType
+    driver: str = "local-task"
     config: Any = None
     contexts: list[Any] = field(default_factory=list)
 
@@ -235,7 +236,7 @@ class _Device:
         # IREE's collectives: the variables are hidden while the device is made.
         hidden = {v: os.environ.pop(v) for v in _MPI_WORLD_VARS if v in os.environ}
         try:
-            self.config = self.runtime.Config("local-task")
+            self.config = self.runtime.Config(self.driver)
         finally:
             os.environ.update(hidden)
 
@@ -294,11 +295,13 @@ def prepare(
     cache: ModuleCache | None = None,
     chips: Container[int] | None = None,
     host: bool = True,
+    driver: str = "local-task",
 ) -> Prepared:
     """``module``'s export (a copy's) with the segments of ``chips`` (every chip: None) and,
     with ``host``, ``@host`` compiled by IREE and every host input or slice they read placed
     on the device, once. ``placed``: the slices the host already loaded (`place_weights`);
-    any other slice is cut from ``values``."""
+    any other slice is cut from ``values``. ``driver``: IREE's CPU device, ``local-task`` (a
+    pool of worker threads) or ``local-sync`` (the calling thread alone)."""
     _, runtime = iree()
     cache = cache or ModuleCache(default_cache_dir())
     func = entry_function(module)
@@ -311,7 +314,7 @@ def prepare(
     entries = [s for s in manifest["segments"] if chips is None or s["chip"] in chips]
     entries += [manifest["host"]] if host else []
     t0 = time.perf_counter()
-    device = _Device(runtime)
+    device = _Device(runtime, driver)
     by_key: dict[str, Any] = {}
     called: dict[str, Any] = {}
     for entry in entries:
