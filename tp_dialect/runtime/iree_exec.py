@@ -180,8 +180,19 @@ def segment_text(func: FuncOp) -> str:
     """``func`` alone as a module IREE compiles, its function named ``@main`` and its
     values unnamed: segments that differ only in names (chip 1's and chip 2's) are one
     text, compiled once."""
+    return _module_text([_plain(func, "main")])
+
+
+def bundle_text(funcs: list[FuncOp]) -> str:
+    """The segments ``funcs`` (distinct texts) as one module IREE compiles in one go, the
+    i-th's function named ``@s<i>``, values unnamed: one compiler run for a program's
+    segments, not one each."""
+    return _module_text([_plain(f, f"s{i}") for i, f in enumerate(funcs)])
+
+
+def _plain(func: FuncOp, name: str) -> FuncOp:
     copy = func.clone()
-    copy.sym_name = type(copy.sym_name)("main")
+    copy.sym_name = type(copy.sym_name)(name)
     for op in copy.walk():
         for r in op.results:
             r.name_hint = None
@@ -192,9 +203,12 @@ def segment_text(func: FuncOp) -> str:
     copy.attributes.clear()
     copy.arg_attrs = None
     copy.res_attrs = None
-    module = ModuleOp([copy])
+    return copy
+
+
+def _module_text(funcs: list[FuncOp]) -> str:
     out = io.StringIO()
-    Printer(stream=out).print_op(module)
+    Printer(stream=out).print_op(ModuleOp(funcs))
     return out.getvalue() + "\n"
 
 
@@ -225,10 +239,14 @@ class _Device:
         self.config = self.runtime.Config("local-task")
 
     def function(self, vmfb: bytes) -> Any:
+        return self.module(vmfb)["main"]
+
+    def module(self, vmfb: bytes) -> Any:
+        """The compiled module ``vmfb`` loaded: its functions by name."""
         ctx = self.runtime.SystemContext(config=self.config)
         ctx.add_vm_module(self.runtime.VmModule.copy_buffer(self.config.vm_instance, vmfb))
         self.contexts.append(ctx)
-        return ctx.modules.module["main"]
+        return ctx.modules.module
 
     def place(self, value: Any) -> Any:
         # np.ascontiguousarray would make a scalar 1-d: a 0-d port stays 0-d
