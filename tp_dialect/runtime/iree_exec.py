@@ -228,12 +228,13 @@ def _cpu() -> str:
 
 
 def first_error(diagnostics: str) -> str:
-    """IREE's first ``error:`` line, its ``<stdin>:L:C:`` location kept as ``line L:C``."""
+    """IREE's first ``error:`` line, its ``<stdin>:L:C:`` location kept as ``line L:C`` (an
+    ``<unknown>:0:`` one, a flag's, dropped)."""
     for line in diagnostics.splitlines():
         if "error:" in line:
             where, _, message = line.partition("error:")
-            place = where.strip().removeprefix("<stdin>:").rstrip(":")
-            return f"line {place}: {message.strip()}" if place else message.strip()
+            place = re.fullmatch(r"\s*<stdin>:(\d+:\d+):\s*", where)
+            return f"line {place[1]}: {message.strip()}" if place else message.strip()
     lines = [line.strip() for line in diagnostics.splitlines() if line.strip()]
     return lines[0] if lines else "no diagnostic"
 
