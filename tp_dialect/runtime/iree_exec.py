@@ -184,7 +184,7 @@ class ModuleCache:
         try:
             _write_entry(path, bytes(vmfb))
         except OSError as err:  # a read-only or misplaced cache: the run goes on uncached
-            self.unwritable = self.unwritable or f"{err.strerror or err}: {err.filename or path}"
+            self.unwritable = self.unwritable or f"{err.strerror or err}: {path}"
         return bytes(vmfb)
 
 
