@@ -128,6 +128,12 @@ def test_a_gpu_target_without_its_driver_or_device_is_one_line_before_compiling(
     assert len(lines) == 1 and lines[0].startswith("tp-run: error: " + NEEDS[name]), proc.stderr
     assert "Traceback" not in proc.stderr and proc.stdout == ""
     assert not cache.exists()  # nothing compiled, not even the cache made
+    module = _programs()  # run as a library, without the check: refused before compiling too
+    inputs = random_inputs(module, 1, 5)
+    placement = place_weights(module, MemorySource(random_weights(module, 0)), inputs)
+    with pytest.raises(IreeError, match=f"^IREE could not open a {TARGETS[name].driver} device: "):
+        run_iree(module, placement.values, placement.placed, ModuleCache(cache, TARGETS[name]))
+    assert not cache.exists()
 
 
 class _Driver:

@@ -96,7 +96,7 @@ TARGETS = {
         IreeTarget("cuda", "cuda", "--iree-cuda-target", "sm_80", "an NVIDIA GPU"),
         # AMD code objects run only on the architecture named: gfx942 is MI300.
         IreeTarget("rocm", "hip", "--iree-rocm-target", "gfx942", "an AMD GPU"),
-        # No architecture: IREE's portable baseline SPIR-V, which any Vulkan 1.3 GPU runs.
+        # No architecture: IREE's portable baseline (SPIR-V 1.3, shaders only) any GPU runs.
         IreeTarget("vulkan-spirv", "vulkan", "--iree-vulkan-target", None, "a Vulkan GPU"),
     )
 }
