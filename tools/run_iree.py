@@ -4,6 +4,7 @@ one process (`tp_dialect.runtime.iree_exec`)."""
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from collections.abc import Mapping
@@ -17,9 +18,12 @@ from tp_dialect.passes.universe import lowered as lowered_copy
 from tp_dialect.program_ops import CHIP_FUNCTION
 from tp_dialect.runtime.checkpoint import TensorSource, place_weights
 from tp_dialect.runtime.iree_exec import (
-    TARGET,
+    CPU,
+    TARGETS,
     IreeRun,
+    IreeTarget,
     ModuleCache,
+    check_target,
     default_cache_dir,
     iree,
     run_iree,
@@ -27,13 +31,17 @@ from tp_dialect.runtime.iree_exec import (
 from tp_dialect.tools.common import UserError
 from tp_dialect.tools.run_mpi import per_chip
 
+_ARCH = re.compile(r"^[A-Za-z0-9_.+-]+$")
+
 
 def check_iree_flags(args: argparse.Namespace) -> None:
     """Refuse, before any work, what the IREE backend does not do; IREE itself must be
-    installed (one line naming the extra otherwise)."""
+    installed (one line naming the extra otherwise), and the target's driver and a device
+    of it present (one line saying what the target needs)."""
     if args.backend != "iree":
-        if args.iree_cache is not None:
-            raise UserError("--iree-cache is for --backend iree")
+        for flag in ("iree_cache", "iree_target", "iree_target_arch"):
+            if getattr(args, flag) is not None:
+                raise UserError(f"--{flag.replace('_', '-')} is for --backend iree")
         return
     if args.mpi is not None:
         raise UserError("--backend iree runs in one process: --mpi with IREE is not supported")
@@ -42,6 +50,21 @@ def check_iree_flags(args: argparse.Namespace) -> None:
             "--storage is the interpreter's: IREE runs tensors as values (drop --storage)"
         )
     iree()
+    check_target(iree_target(args))
+
+
+def iree_target(args: argparse.Namespace) -> IreeTarget:
+    """The target ``--iree-target`` and ``--iree-target-arch`` name (the host CPU by
+    default); a UserError for an architecture the CPU target or IREE's flags cannot take."""
+    target = TARGETS[args.iree_target or CPU.name]
+    arch = args.iree_target_arch
+    if arch is not None and target is CPU:
+        raise UserError(
+            "--iree-target-arch is for a GPU target: llvm-cpu builds for this machine's CPU"
+        )
+    if arch is not None and not _ARCH.match(arch):
+        raise UserError(f"--iree-target-arch {arch!r}: not an architecture name (sm_90, gfx90a …)")
+    return target.for_arch(arch)
 
 
 def iree_program(module: ModuleOp, allreduce: str) -> ModuleOp:
@@ -66,16 +89,22 @@ def execute_iree(
     t0 = time.perf_counter()
     placement = place_weights(program, source, inputs, casting=args.cast)
     load_s = time.perf_counter() - t0
-    cache = ModuleCache(Path(args.iree_cache) if args.iree_cache else default_cache_dir())
+    directory = Path(args.iree_cache) if args.iree_cache else default_cache_dir()
+    cache = ModuleCache(directory, iree_target(args))
     run = run_iree(program, placement.values, placement.placed, cache)
+    if cache.unwritable:
+        print(
+            f"tp-run: warning: compiled modules not kept in {directory}: {cache.unwritable}",
+            file=sys.stderr,
+        )
     return run.outputs, load_s, run
 
 
-def describe(run: IreeRun) -> str:
+def describe(run: IreeRun, target: IreeTarget = CPU) -> str:
     """What an IREE run compiled and took, for tp-run's summary line."""
     cached = f", {run.rebuilt} corrupt cache entries rebuilt" if run.rebuilt else ""
     return (
-        f"IREE {TARGET}: {run.functions} functions, {run.distinct} distinct, "
+        f"IREE {target.name}: {run.functions} functions, {run.distinct} distinct, "
         f"{run.compiled} compiled, {run.hits} from the cache{cached}; "
         f"compile {run.compile_s * 1e3:.1f} ms, place {run.place_s * 1e3:.1f} ms, "
         f"run {run.run_s * 1e3:.1f} ms"

@@ -158,7 +158,7 @@ class IreeSession(Session):
                 for text, entry in new.items():
                     self.modules.get(text, _where(entry))  # raises, naming the segment
                 raise
-            module = self.device.module(vmfb)
+            module = self.device.module(vmfb, "a step's segments")
             for i, text in enumerate(new):
                 self._compiled[text] = module[f"s{i}"]
         return {e["function"]: self._compiled[texts[e["function"]]] for e in entries}
