@@ -227,7 +227,7 @@ def test_without_iree_the_backend_names_the_extra(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines()[-1] == (
         "tp-run: error: --backend iree needs IREE, which is not installed: pip install "
-        "'tp[iree]' (iree-base-compiler and iree-base-runtime 3.13.0)"
+        "'tp-dialect[iree]' (iree-base-compiler and iree-base-runtime 3.13.0)"
     )
 
 

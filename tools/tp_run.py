@@ -157,7 +157,7 @@ def parser() -> argparse.ArgumentParser:
         default="interp",
         help="interp (default): one process; mpi: this process is one rank of an MPI world "
         "(mpiexec -n N tp-run PROGRAM --backend mpi ...); iree: the per-chip programs "
-        "compiled by IREE to native code, one process (pip install 'tp[iree]')",
+        "compiled by IREE to native code, one process (pip install 'tp-dialect[iree]')",
     )
     r.add_argument(
         "--iree-cache",

@@ -51,7 +51,7 @@ from tp_dialect.runtime.segments import run_segments
 from tp_dialect.signature import entry_function, ports
 
 EXTRA = "iree"
-"""The extra installing IREE (``pip install 'tp[iree]'``)."""
+"""The extra installing IREE (``pip install 'tp-dialect[iree]'``)."""
 
 # f64 stays f64: IREE would otherwise demote it to f32, changing the numbers.
 _KEEP_F64 = "--iree-input-demote-f64-to-f32=false"
@@ -120,8 +120,8 @@ def iree() -> tuple[ModuleType, ModuleType]:
         import iree.runtime as runtime
     except ImportError:
         raise IreeError(
-            f"--backend iree needs IREE, which is not installed: pip install 'tp[{EXTRA}]' "
-            "(iree-base-compiler and iree-base-runtime 3.13.0)"
+            "--backend iree needs IREE, which is not installed: pip install "
+            f"'tp-dialect[{EXTRA}]' (iree-base-compiler and iree-base-runtime 3.13.0)"
         ) from None
     return compiler, runtime
 
