@@ -77,6 +77,7 @@ def _max_rel(got: np.ndarray, want: np.ndarray) -> float:
         (2, "twoshot", "f32"),
         (2, "ring", "f32"),
         (4, "twoshot", "bf16"),
+        (8, "ring", "f32"),
     ],
 )
 def test_iree_equals_the_interpreter_and_the_unsharded_program(
