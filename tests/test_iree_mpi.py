@@ -126,6 +126,11 @@ def test_under_your_own_launcher_a_wrong_world_is_one_line(tmp_path: Path) -> No
             "straight to its receivers (drop --relay host)",
         ),
         (
+            ["--mpi", "2", "--backend", "iree", "--iree-target", "cuda"],
+            "tp-run: error: --iree-target cuda runs in one process: IREE's ranks run llvm-cpu "
+            "(drop --mpi)",
+        ),
+        (
             ["--engine", "iree"],
             "tp-run: error: --engine is a rank's (--backend mpi): in one process, or to start "
             "ranks with --mpi N, give --backend iree",

@@ -13,23 +13,15 @@ import time
 from collections.abc import Mapping
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.dialects.func import FuncOp
 
-from tp_dialect.ops import AllReduceOp
-from tp_dialect.passes.universe import lowered as lowered_copy
-from tp_dialect.program_ops import CHIP_FUNCTION
 from tp_dialect.runtime import mpi_exec, progress
 from tp_dialect.runtime.checkpoint import (
     TensorSource,
 )
 from tp_dialect.runtime.host_memory import check_fits, run_needs
-from tp_dialect.runtime.iree_exec import TARGET, module_cache
+from tp_dialect.runtime.iree_exec import TARGET
 from tp_dialect.runtime.iree_mpi import run_mpi_iree
 from tp_dialect.runtime.launch import find_mpiexec, rank_env, run_bounded
-from tp_dialect.runtime.model import (
-    stage_of,
-)
 from tp_dialect.tools.common import (
     UserError,
 )
@@ -41,7 +33,8 @@ from tp_dialect.tools.run_io import (
     warn_certificate,
     write_outputs,
 )
-from tp_dialect.tools.run_model import lowering_for
+from tp_dialect.tools.run_iree import iree_cache, warn_unwritable
+from tp_dialect.tools.run_model import per_chip
 from tp_dialect.tools.source import load_program
 from tp_dialect.universe import tp_context
 
@@ -222,8 +215,10 @@ def main_mpi(args: argparse.Namespace) -> int:
         ops = 0 if iree else mpi_exec.linalg_ops(runnable, rank)
         with progress.rank_reporting(rank, ops, sys.stderr):
             if iree:
-                cache = module_cache(args.iree_cache)
+                cache = iree_cache(args)
                 run = run_mpi_iree(runnable, open_source, read_inputs, comm, args.cast, cache)
+                if rank == 0:
+                    warn_unwritable(cache)
             else:
                 run = mpi_exec.run_mpi(
                     runnable,
@@ -256,31 +251,3 @@ def main_mpi(args: argparse.Namespace) -> int:
         return 0
     assert given is not None  # rank 0 read them
     return check_outputs(args, module, source or source_of(args, module), given, run.outputs)
-
-
-def per_chip(module: ModuleOp, allreduce: str, say: bool, flat: bool = False) -> ModuleOp:
-    """``module`` as per-chip programs: itself, or a copy lowered to them (``say``: on
-    stderr, which passes ran); ``flat``: an outlined program's per-chip functions inlined
-    into a copy (what tp-export cuts, for IREE)."""
-    module = _lowered(module, allreduce, say)
-    if flat and any(isinstance(f, FuncOp) and CHIP_FUNCTION in f.attributes for f in module.ops):
-        if say:
-            print(
-                "tp-run: inlining a copy's per-chip functions for IREE: tp-inline", file=sys.stderr
-            )
-        module = lowered_copy(module, "tp-inline")
-    return module
-
-
-def _lowered(module: ModuleOp, allreduce: str, say: bool) -> ModuleOp:
-    if stage_of(module) == "programs":
-        return module
-    if allreduce not in AllReduceOp.ALGORITHMS:
-        raise UserError(
-            f"unknown all-reduce algorithm '{allreduce}' in --allreduce for MPI (one of "
-            f"{', '.join(AllReduceOp.ALGORITHMS)})"
-        )
-    passes = lowering_for(module, "relay", allreduce, "sn40l")
-    if say:
-        print(f"tp-run: lowering a copy to per-chip programs: {','.join(passes)}", file=sys.stderr)
-    return lowered_copy(module, ",".join(passes))

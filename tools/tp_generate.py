@@ -75,9 +75,10 @@ def parser() -> ToolParser:
     )
     p.add_argument(
         "--backend",
-        choices=["interpreter", "mpi"],
+        choices=["interpreter", "iree", "mpi"],
         default="interpreter",
-        help="mpi: this process is one rank under the user's mpiexec",
+        help="iree: the chips' programs compiled by IREE to native code (pip install "
+        "'tp-dialect[iree]'); mpi: this process is one rank under the user's mpiexec",
     )
     p.add_argument(
         "--timeout",
@@ -157,7 +158,9 @@ def _main(argv: Sequence[str] | None) -> int:
     finally:
         model.close()
     total = time.perf_counter() - started
-    where = f"{args.chips} chip(s)" + (" as MPI ranks" if args.backend == "mpi" else "")
+    where = f"{args.chips} chip(s)" + {"mpi": " as MPI ranks", "iree": " on IREE"}.get(
+        args.backend, ""
+    )
     print(f"{TOOL}: {model.config['model_type']} on {where}, stage {args.stage}")
     for row, ids in enumerate(result.ids.tolist()):
         print(f"row {row}: {' '.join(map(str, ids))}")
@@ -244,11 +247,13 @@ def _launch(args: argparse.Namespace, argv: list[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: 0 on success, 1 with one line on any error, never a traceback."""
     from tp_dialect.frontend.blocks import GenError
+    from tp_dialect.runtime.iree_exec import IreeError
     from tp_dialect.runtime.mpi_exec import MpiError
     from tp_dialect.serving.model import ServingError
     from tp_dialect.signature import BindError
 
-    return run_tool(TOOL, _main, argv, (BindError, GenError, MpiError, ServingError))
+    errors = (BindError, GenError, IreeError, MpiError, ServingError)
+    return run_tool(TOOL, _main, argv, errors)
 
 
 if __name__ == "__main__":

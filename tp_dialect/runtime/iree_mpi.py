@@ -26,7 +26,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from tp_dialect.runtime.checkpoint import TensorSource, place_weights
-from tp_dialect.runtime.iree_exec import ModuleCache, host_outputs, prepare
+from tp_dialect.runtime.iree_exec import ModuleCache, default_cache_dir, host_outputs, prepare
 from tp_dialect.runtime.launch import threads_per_rank
 from tp_dialect.runtime.mpi_exec import MpiRun, RankStats, check_world, load_mpi, peak_rss
 from tp_dialect.runtime.segments import Call, Entry, Port, run_host, run_segment
@@ -163,7 +163,9 @@ def run_mpi_iree(
     placement = place_weights(module, source(given), given, chip=rank, casting=casting)
     # A rank's share of the cores, as for BLAS (`threads_per_rank`): when that is one core,
     # IREE's worker pool would only contend with the other ranks and with MPI's progress.
-    driver = "local-sync" if threads_per_rank(comm.Get_size()) == 1 else "local-task"
+    cache = cache or ModuleCache(default_cache_dir())
+    alone = cache.target.driver == "local-task" and threads_per_rank(comm.Get_size()) == 1
+    driver = "local-sync" if alone else None
     ready = prepare(module, placement.values, placement.placed, cache, {rank}, rank == 0, driver)
     load = time.perf_counter() - t0
     compute = 0.0

@@ -75,16 +75,20 @@ def run_host(
 
 
 def run_segments(
-    manifest: dict[str, Any], host_input: Callable[[Port], Any], call: Call
+    manifest: dict[str, Any],
+    host_input: Callable[[Port], Any],
+    call: Call,
+    finished: dict[tuple[int, int], Any] | None = None,
 ) -> tuple[Any, ...]:
     """``@host``'s results once the relay in ``manifest`` has run every segment by ``call``
-    (``host_input`` gives an ``input`` or ``shard`` argument's value)."""
+    (``host_input`` gives an ``input`` or ``shard`` argument's value); ``finished``, when
+    given, receives every chip's outputs by ``(chip, index)``."""
     segments = {s["function"]: s for s in manifest["segments"]}
     chips = range(manifest["chips"])
     inbox: dict[int, dict[str, Any]] = {c: {} for c in chips}
     outbox: dict[int, dict[str, Any]] = {c: {} for c in chips}
     carried: dict[int, dict[str, Any]] = {c: {} for c in chips}
-    finished: dict[tuple[int, int], Any] = {}
+    finished = {} if finished is None else finished
     for step in manifest["relay"]:
         if "copy" in step:
             inbox[step["to"]][step["copy"]] = outbox[step["from"]][step["copy"]]

@@ -197,9 +197,14 @@ def load(
     model.check_chips(chips)
     options = Options(chips, max_positions, batch, stage, logits)
     cache_outputs = [f"present_{kind}.{i}" for i in range(layers(model)) for kind in KV]
-    if backend == "interpreter":
+    if backend in ("interpreter", "iree"):
         weights = open_model_dir(Path(directory))
-        session = Session(weights, cache_outputs)
+        if backend == "iree":
+            from tp_dialect.runtime.iree_session import IreeSession
+
+            session: Session = IreeSession(weights, cache_outputs)
+        else:
+            session = Session(weights, cache_outputs)
         served = Model(model, Path(directory), options, session, session.prepare)
         _check(served, weights)
         return served
@@ -225,7 +230,7 @@ def load(
             raise
         mpi.comm.bcast(None, root=0)
         return served
-    raise ServingError(f"unknown backend '{backend}' (interpreter or mpi)")
+    raise ServingError(f"unknown backend '{backend}' (interpreter, iree or mpi)")
 
 
 def _check(model: Model, weights: ModelWeights) -> None:
