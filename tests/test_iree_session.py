@@ -130,3 +130,27 @@ def test_tp_generate_on_iree(tmp_path: Path, cache_dir: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(report.read_text())["ids"] == want
+
+
+def test_tp_generate_on_iree_mpi_ranks(tmp_path: Path, cache_dir: Path) -> None:
+    """``--mpi 2 --backend iree``: each rank compiles and runs its own chip on IREE, its
+    cache slices on its own device; the ids are the reference's."""
+    d = M.write_model(tmp_path / "qwen2", "qwen2", seed=8)
+    want = R.Reference(d).generate(np.array([[5, 17, 42, 8, 61]]), 5)[0].tolist()
+    report = tmp_path / "r.json"
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "tp-generate"), str(d), "--prompt-ids", "5,17,42,8,61"]
+        + ["--max-new-tokens", "5", "--mpi", "2", "--backend", "iree", "--report", str(report)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "TP_IREE_CACHE": str(cache_dir)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(report.read_text())["ids"] == want
+
+
+def test_engine_iree_is_for_ranks(tmp_path: Path) -> None:
+    d = M.write_model(tmp_path / "qwen3", "qwen3", seed=5)
+    with pytest.raises(ValueError, match="engine 'iree' is for backend 'mpi'"):
+        load(d, chips=2, engine="iree")

@@ -81,6 +81,12 @@ def parser() -> ToolParser:
         "'tp-dialect[iree]'); mpi: this process is one rank under the user's mpiexec",
     )
     p.add_argument(
+        "--engine",
+        choices=["interpreter", "iree"],
+        default="interpreter",
+        help="with --backend mpi: what runs a rank's chip (--mpi N --backend iree sets iree)",
+    )
+    p.add_argument(
         "--timeout",
         type=at_least(0, float, strict=True),
         default=600.0,
@@ -148,6 +154,7 @@ def _main(argv: Sequence[str] | None) -> int:
         stage=args.stage,
         logits=args.logits is not None,
         backend=args.backend,
+        engine=args.engine,
     )
     if model is None:  # a serving rank under mpiexec: rank 0 speaks
         return 0
@@ -158,8 +165,10 @@ def _main(argv: Sequence[str] | None) -> int:
     finally:
         model.close()
     total = time.perf_counter() - started
-    where = f"{args.chips} chip(s)" + {"mpi": " as MPI ranks", "iree": " on IREE"}.get(
-        args.backend, ""
+    where = (
+        f"{args.chips} chip(s)"
+        + {"mpi": " as MPI ranks", "iree": " on IREE"}.get(args.backend, "")
+        + (" on IREE" if args.engine == "iree" else "")
     )
     print(f"{TOOL}: {model.config['model_type']} on {where}, stage {args.stage}")
     for row, ids in enumerate(result.ids.tolist()):
@@ -222,6 +231,7 @@ def _launch(args: argparse.Namespace, argv: list[str]) -> int:
     mpi_exec.load_mpi()
     cmd = [_mpiexec(), "-n", str(ranks), sys.executable, "-m", "tp_dialect.tools.tp_generate"]
     cmd += [*strip_mpi(argv), "--chips", str(ranks), "--backend", "mpi"]
+    cmd += ["--engine", "iree"] if args.backend == "iree" else []
     with tempfile.TemporaryDirectory(prefix="tp-mpi-") as pids:
         env = {**rank_env(ranks), mpi_exec.PID_DIR_ENV: pids}
         try:

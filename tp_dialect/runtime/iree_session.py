@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -50,7 +50,9 @@ from tp_dialect.runtime.iree_exec import (
     iree,
     segment_text,
 )
-from tp_dialect.runtime.segments import run_segments
+from tp_dialect.runtime.iree_mpi import gather_outputs, run_rank
+from tp_dialect.runtime.launch import threads_per_rank
+from tp_dialect.runtime.segments import run_host, run_segments
 from tp_dialect.runtime.session import Session, Step
 
 Key = tuple[Any, ...]
@@ -84,11 +86,20 @@ class IreeSession(Session):
         source: TensorSource,
         cache_outputs: Iterable[str] = (),
         modules: ModuleCache | None = None,
+        comm: Any = None,
     ) -> None:
         super().__init__(source, cache_outputs)
         _, runtime = iree()
-        self.device = _Device(runtime)
         self.modules = modules or ModuleCache(default_cache_dir())
+        self.comm = comm
+        self.rank: int | None = None if comm is None else comm.Get_rank()
+        target = self.modules.target
+        if comm is not None and target.driver == "local-task":
+            # A rank's share of the cores is one: IREE's worker pool would only contend
+            # with the other ranks (as tp-run's IREE ranks choose, `iree_mpi`).
+            if threads_per_rank(comm.Get_size()) == 1:
+                target = replace(target, driver="local-sync")
+        self.device = _Device(runtime, target=target)
         self._compiled: dict[str, Any] = {}  # compiled functions by segment text
         self.resident: dict[Key, Any] = {}  # weights on the device, each once
         self.device_caches: dict[Key, Any] = {}  # cache buffers on the device
@@ -100,20 +111,27 @@ class IreeSession(Session):
 
     def prepare(self, module: ModuleOp, chip: int | None = None) -> IreeStep:  # type: ignore[override]
         """``module`` (per-chip programs) exported and compiled, its weights and caches placed
-        on the device (those a step prepared before placed stay, shared)."""
-        if chip is not None:
-            raise IreeError("an IREE session runs every chip in this process")
-        step = super().prepare(module)
+        on the device (those a step prepared before placed stay, shared); on a rank (a
+        session given ``comm``), only chip ``chip``'s (the rank's) and, on rank 0, the
+        host's."""
+        if chip != self.rank:
+            raise IreeError(
+                "an IREE session runs every chip in this process"
+                if self.rank is None
+                else f"rank {self.rank} runs chip {self.rank}, not {chip}"
+            )
+        step = super().prepare(module, chip)
         exported = module.clone()
         export_module(exported)
         manifest = manifest_of(exported)
         funcs = {f.sym_name.data: f for f in exported.ops if isinstance(f, FuncOp)}
         _drop_results(funcs["host"], manifest["host"], self.cache_outputs)
-        functions = self._compile(funcs, [*manifest["segments"], manifest["host"]])
+        entries = [s for s in manifest["segments"] if chip is None or s["chip"] == chip]
+        entries += [manifest["host"]] if chip in (None, 0) else []
+        functions = self._compile(funcs, entries)
         updates = _cache_updates(module, step, self.cache_outputs)
         roles = {p.name: p.role for p in step.ins}
-        shards = {key: op for key, op in _slices(module).items()}
-        entries = [*manifest["segments"], manifest["host"]]
+        shards = _slices(module)
         reads: Counter[Key] = Counter()
         for entry in entries:
             for port in entry["arguments"]:
@@ -202,9 +220,26 @@ class IreeSession(Session):
             return _results(returned, len(entry["results"]))
 
         finished: dict[tuple[int, int], Any] = {}
-        results = run_segments(step.manifest, host_port, call, finished)
+        if self.comm is None:
+            results = run_segments(step.manifest, host_port, call, finished)
+        else:
+            finished = run_rank(
+                step.manifest, self.rank, self.comm, host_port, call, self.device.place
+            )  # type: ignore[arg-type]
         for output, key in step.updates.items():
-            self.device_caches[key] = finished[output]
+            if output in finished:
+                self.device_caches[key] = finished[output]
+        if self.comm is not None:
+            wanted = {
+                (p["chip"], p["index"])
+                for p in step.manifest["host"]["arguments"]
+                if p["kind"] == "output"
+            }
+            shown = {k: v for k, v in finished.items() if k in wanted}
+            everything = gather_outputs(self.comm, shown, self.device.place)
+            if self.rank != 0:
+                return {}
+            results = run_host(step.manifest, everything, host_port, call)
         names = [r["name"] for r in step.manifest["host"]["results"]]
         dtypes = {p.name: p.numpy_dtype for p in plain.outs}
         return {
@@ -241,6 +276,19 @@ def _drop_results(host: FuncOp, entry: dict[str, Any], names: frozenset[str]) ->
     host.res_attrs = None
     region_dce(host.body)
     entry["results"] = [entry["results"][i] for i in keep]
+    block = host.body.block
+    used = [i for i, a in enumerate(block.args) if a.uses]
+    for i in reversed(range(len(block.args))):  # the chips' caches: no longer handed over
+        if i not in used:
+            block.erase_arg(block.args[i])
+    host.function_type = FunctionType.from_lists(
+        [a.type for a in block.args], host.function_type.outputs.data
+    )
+    host.arg_attrs = None
+    entry["arguments"] = [entry["arguments"][i] for i in used]
+    for r in entry["results"]:  # an argument handed back unchanged: by its new index
+        if "argument" in r:
+            r["argument"] = used.index(r["argument"])
 
 
 def _cache_updates(
