@@ -77,6 +77,7 @@ def _max_rel(got: np.ndarray, want: np.ndarray) -> float:
         (2, "twoshot", "f32"),
         (2, "ring", "f32"),
         (4, "twoshot", "bf16"),
+        (8, "ring", "f32"),
     ],
 )
 def test_iree_equals_the_interpreter_and_the_unsharded_program(
@@ -227,7 +228,7 @@ def test_without_iree_the_backend_names_the_extra(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines()[-1] == (
         "tp-run: error: --backend iree needs IREE, which is not installed: pip install "
-        "'tp[iree]' (iree-base-compiler and iree-base-runtime 3.13.0)"
+        "'tp-dialect[iree]' (iree-base-compiler and iree-base-runtime 3.13.0)"
     )
 
 
@@ -235,7 +236,7 @@ def test_without_iree_the_backend_names_the_extra(tmp_path: Path) -> None:
     ("flags", "message"),
     [
         (["--backend", "iree", "--storage"], "--storage is the interpreter's: IREE runs tensors"),
-        (["--backend", "iree", "--mpi", "2"], "--backend iree runs in one process: --mpi with"),
+        (["--backend", "iree", "--engine", "iree"], "--engine is a rank's (--backend mpi)"),
         (["--iree-cache", "somewhere"], "tp-run: error: --iree-cache is for --backend iree"),
     ],
 )

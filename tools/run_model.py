@@ -11,10 +11,12 @@ import time
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
 
 from tp_dialect.analysis.machine import Machine, machine_from
 from tp_dialect.ops import AllReduceOp
 from tp_dialect.passes.universe import lowered as lowered_copy
+from tp_dialect.program_ops import CHIP_FUNCTION
 from tp_dialect.runtime.model import (
     MODES,
     NEEDS,
@@ -182,3 +184,31 @@ def model_step(
         write_chrome_trace(timeline, args.trace)
     if args.timeline:
         write_timeline_png(timeline, args.timeline, title)
+
+
+def per_chip(module: ModuleOp, allreduce: str, say: bool, flat: bool = False) -> ModuleOp:
+    """``module`` as per-chip programs: itself, or a copy lowered to them (``say``: on
+    stderr, which passes ran); ``flat``: an outlined program's per-chip functions inlined
+    into a copy (what tp-export cuts, for IREE)."""
+    module = _lowered(module, allreduce, say)
+    if flat and any(isinstance(f, FuncOp) and CHIP_FUNCTION in f.attributes for f in module.ops):
+        if say:
+            print(
+                "tp-run: inlining a copy's per-chip functions for IREE: tp-inline", file=sys.stderr
+            )
+        module = lowered_copy(module, "tp-inline")
+    return module
+
+
+def _lowered(module: ModuleOp, allreduce: str, say: bool) -> ModuleOp:
+    if stage_of(module) == "programs":
+        return module
+    if allreduce not in AllReduceOp.ALGORITHMS:
+        raise UserError(
+            f"unknown all-reduce algorithm '{allreduce}' in --allreduce for MPI (one of "
+            f"{', '.join(AllReduceOp.ALGORITHMS)})"
+        )
+    passes = lowering_for(module, "relay", allreduce, "sn40l")
+    if say:
+        print(f"tp-run: lowering a copy to per-chip programs: {','.join(passes)}", file=sys.stderr)
+    return lowered_copy(module, ",".join(passes))

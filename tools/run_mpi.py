@@ -13,19 +13,15 @@ import time
 from collections.abc import Mapping
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
 
-from tp_dialect.ops import AllReduceOp
-from tp_dialect.passes.universe import lowered as lowered_copy
 from tp_dialect.runtime import mpi_exec, progress
 from tp_dialect.runtime.checkpoint import (
     TensorSource,
 )
 from tp_dialect.runtime.host_memory import check_fits, run_needs
+from tp_dialect.runtime.iree_exec import TARGET
+from tp_dialect.runtime.iree_mpi import run_mpi_iree
 from tp_dialect.runtime.launch import find_mpiexec, rank_env, run_bounded
-from tp_dialect.runtime.model import (
-    stage_of,
-)
 from tp_dialect.tools.common import (
     UserError,
 )
@@ -37,7 +33,8 @@ from tp_dialect.tools.run_io import (
     warn_certificate,
     write_outputs,
 )
-from tp_dialect.tools.run_model import lowering_for
+from tp_dialect.tools.run_iree import iree_cache, warn_unwritable
+from tp_dialect.tools.run_model import per_chip
 from tp_dialect.tools.source import load_program
 from tp_dialect.universe import tp_context
 
@@ -66,9 +63,9 @@ def _mpiexec() -> str:
 
 def launch(args: argparse.Namespace, argv: list[str]) -> int:
     """``--mpi N``: this command again under ``mpiexec -n N`` (one more rank for
-    ``--relay host``) with ``--backend mpi``, bounded by ``--timeout``; the ranks' output
-    passed on, their errors as one line. N is checked against the program's chips before
-    any rank starts."""
+    ``--relay host``) with ``--backend mpi`` (and ``--engine iree`` for ``--backend
+    iree``), bounded by ``--timeout``; the ranks' output passed on, their errors as one
+    line. N is checked against the program's chips before any rank starts."""
     if args.mpi < 1:
         raise UserError(f"--mpi {args.mpi}: give at least one rank")
     if args.backend == "mpi":
@@ -93,6 +90,7 @@ def launch(args: argparse.Namespace, argv: list[str]) -> int:
     )
     cmd = [mpiexec, "-n", str(ranks), sys.executable, "-m", "tp_dialect.tools.tp_run"]
     cmd += [*strip_mpi(argv), "--backend", "mpi"]
+    cmd += ["--engine", "iree"] if args.backend == "iree" else []
     with tempfile.TemporaryDirectory(prefix="tp-mpi-") as pids:
         env = {**rank_env(ranks), mpi_exec.PID_DIR_ENV: pids}
         # The ranks' stderr is a pipe held until they end: they report progress to files
@@ -185,11 +183,12 @@ def main_mpi(args: argparse.Namespace) -> int:
     rank = comm.Get_rank()
     mpi_exec.record_rank(rank)
     check_mpi_flags(args, "--backend mpi")
+    iree = args.engine == "iree"
     try:
         module = load_program(tp_context(), args.program)
         if rank == 0:
             warn_certificate(args.program, module)
-        runnable = per_chip(module, args.allreduce, rank == 0)
+        runnable = per_chip(module, args.allreduce, rank == 0, flat=iree)
         mpi_exec.check_world(runnable, comm.Get_size(), args.relay)
     except Exception as err:  # alike on every rank: one says it, none aborts
         if rank != 0:
@@ -212,16 +211,24 @@ def main_mpi(args: argparse.Namespace) -> int:
         return given
 
     try:
-        with progress.rank_reporting(rank, mpi_exec.linalg_ops(runnable, rank), sys.stderr):
-            run = mpi_exec.run_mpi(
-                runnable,
-                open_source,
-                read_inputs,
-                args.storage,
-                args.relay,
-                comm,
-                args.cast,
-            )
+        # IREE's compiled code counts no ops: its ranks report the bytes they load
+        ops = 0 if iree else mpi_exec.linalg_ops(runnable, rank)
+        with progress.rank_reporting(rank, ops, sys.stderr):
+            if iree:
+                cache = iree_cache(args)
+                run = run_mpi_iree(runnable, open_source, read_inputs, comm, args.cast, cache)
+                if rank == 0:
+                    warn_unwritable(cache)
+            else:
+                run = mpi_exec.run_mpi(
+                    runnable,
+                    open_source,
+                    read_inputs,
+                    args.storage,
+                    args.relay,
+                    comm,
+                    args.cast,
+                )
     except BaseException as err:
         chip = "" if args.relay == "host" and rank == comm.Get_size() - 1 else f" (chip {rank})"
         text = str(err) or type(err).__name__
@@ -234,7 +241,8 @@ def main_mpi(args: argparse.Namespace) -> int:
     chips = comm.Get_size() - (args.relay == "host")
     print(
         f"ran {args.program} on {comm.Get_size()} MPI rank(s) ({chips} chip(s), relay "
-        f"{args.relay}{', storage semantics' if args.storage else ''}): {elapsed * 1e3:.1f} ms"
+        f"{args.relay}{', storage semantics' if args.storage else ''}"
+        f"{f', IREE {TARGET}' if iree else ''}): {elapsed * 1e3:.1f} ms"
     )
     if args.stats:
         print(mpi_exec.format_rank_stats(run.stats))
@@ -243,19 +251,3 @@ def main_mpi(args: argparse.Namespace) -> int:
         return 0
     assert given is not None  # rank 0 read them
     return check_outputs(args, module, source or source_of(args, module), given, run.outputs)
-
-
-def per_chip(module: ModuleOp, allreduce: str, say: bool) -> ModuleOp:
-    """``module`` as per-chip programs: itself, or a copy lowered to them (``say``: on
-    stderr, which passes ran)."""
-    if stage_of(module) == "programs":
-        return module
-    if allreduce not in AllReduceOp.ALGORITHMS:
-        raise UserError(
-            f"unknown all-reduce algorithm '{allreduce}' in --allreduce for MPI (one of "
-            f"{', '.join(AllReduceOp.ALGORITHMS)})"
-        )
-    passes = lowering_for(module, "relay", allreduce, "sn40l")
-    if say:
-        print(f"tp-run: lowering a copy to per-chip programs: {','.join(passes)}", file=sys.stderr)
-    return lowered_copy(module, ",".join(passes))

@@ -75,9 +75,16 @@ def parser() -> ToolParser:
     )
     p.add_argument(
         "--backend",
-        choices=["interpreter", "mpi"],
+        choices=["interpreter", "iree", "mpi"],
         default="interpreter",
-        help="mpi: this process is one rank under the user's mpiexec",
+        help="iree: the chips' programs compiled by IREE to native code (pip install "
+        "'tp-dialect[iree]'); mpi: this process is one rank under the user's mpiexec",
+    )
+    p.add_argument(
+        "--engine",
+        choices=["interpreter", "iree"],
+        default="interpreter",
+        help="with --backend mpi: what runs a rank's chip (--mpi N --backend iree sets iree)",
     )
     p.add_argument(
         "--timeout",
@@ -147,6 +154,7 @@ def _main(argv: Sequence[str] | None) -> int:
         stage=args.stage,
         logits=args.logits is not None,
         backend=args.backend,
+        engine=args.engine,
     )
     if model is None:  # a serving rank under mpiexec: rank 0 speaks
         return 0
@@ -157,7 +165,11 @@ def _main(argv: Sequence[str] | None) -> int:
     finally:
         model.close()
     total = time.perf_counter() - started
-    where = f"{args.chips} chip(s)" + (" as MPI ranks" if args.backend == "mpi" else "")
+    where = (
+        f"{args.chips} chip(s)"
+        + {"mpi": " as MPI ranks", "iree": " on IREE"}.get(args.backend, "")
+        + (" on IREE" if args.engine == "iree" else "")
+    )
     print(f"{TOOL}: {model.config['model_type']} on {where}, stage {args.stage}")
     for row, ids in enumerate(result.ids.tolist()):
         print(f"row {row}: {' '.join(map(str, ids))}")
@@ -219,6 +231,7 @@ def _launch(args: argparse.Namespace, argv: list[str]) -> int:
     mpi_exec.load_mpi()
     cmd = [_mpiexec(), "-n", str(ranks), sys.executable, "-m", "tp_dialect.tools.tp_generate"]
     cmd += [*strip_mpi(argv), "--chips", str(ranks), "--backend", "mpi"]
+    cmd += ["--engine", "iree"] if args.backend == "iree" else []
     with tempfile.TemporaryDirectory(prefix="tp-mpi-") as pids:
         env = {**rank_env(ranks), mpi_exec.PID_DIR_ENV: pids}
         try:
@@ -244,11 +257,13 @@ def _launch(args: argparse.Namespace, argv: list[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: 0 on success, 1 with one line on any error, never a traceback."""
     from tp_dialect.frontend.blocks import GenError
+    from tp_dialect.runtime.iree_exec import IreeError
     from tp_dialect.runtime.mpi_exec import MpiError
     from tp_dialect.serving.model import ServingError
     from tp_dialect.signature import BindError
 
-    return run_tool(TOOL, _main, argv, (BindError, GenError, MpiError, ServingError))
+    errors = (BindError, GenError, IreeError, MpiError, ServingError)
+    return run_tool(TOOL, _main, argv, errors)
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ from tp_dialect.runtime.checkpoint import (
     CASTS,
 )
 from tp_dialect.runtime.host_memory import NotEnoughMemory, check_fits, run_needs
+from tp_dialect.runtime.iree_exec import TARGETS as IREE_TARGETS
 from tp_dialect.runtime.iree_exec import IreeError
 from tp_dialect.runtime.model import (
     ModelError,
@@ -59,7 +60,7 @@ from tp_dialect.tools.run_io import (
     warn_certificate,
     write_outputs,
 )
-from tp_dialect.tools.run_iree import check_iree_flags, describe, execute_iree
+from tp_dialect.tools.run_iree import check_iree_flags, describe, execute_iree, iree_target
 from tp_dialect.tools.run_model import check_formats, model_step
 from tp_dialect.tools.run_mpi import launch, main_mpi
 from tp_dialect.tools.source import SourceMap, load_program_mapped, located
@@ -156,13 +157,33 @@ def parser() -> argparse.ArgumentParser:
         default="interp",
         help="interp (default): one process; mpi: this process is one rank of an MPI world "
         "(mpiexec -n N tp-run PROGRAM --backend mpi ...); iree: the per-chip programs "
-        "compiled by IREE to native code, one process (pip install 'tp[iree]')",
+        "compiled by IREE to native code, in one process or, with --mpi N, on N ranks "
+        "(pip install 'tp-dialect[iree]')",
+    )
+    r.add_argument(
+        "--engine",
+        choices=("interp", "iree"),
+        default="interp",
+        help="with --backend mpi: what runs a rank's chip: interp (default), or iree "
+        "(what tp-run --mpi N --backend iree starts)",
     )
     r.add_argument(
         "--iree-cache",
         metavar="DIR",
-        help="with --backend iree: keep compiled modules here (default $TP_IREE_CACHE, else "
+        help="with IREE: keep compiled modules here (default $TP_IREE_CACHE, else "
         "~/.cache/tp/iree)",
+    )
+    r.add_argument(
+        "--iree-target",
+        choices=tuple(IREE_TARGETS),
+        help="with --backend iree: what IREE compiles for, llvm-cpu (default: this CPU), cuda "
+        "(NVIDIA GPU), rocm (AMD GPU) or vulkan-spirv (a Vulkan GPU)",
+    )
+    r.add_argument(
+        "--iree-target-arch",
+        metavar="ARCH",
+        help="with a GPU --iree-target: the GPU's architecture (cuda: sm_80 by default; rocm: "
+        "gfx942 by default; vulkan-spirv: IREE's baseline by default, or e.g. ampere, rdna3)",
     )
     r.add_argument(
         "--relay",
@@ -229,7 +250,7 @@ def _run(args: argparse.Namespace, module: ModuleOp, source_map: SourceMap) -> i
     where = f"{args.program} ({chips.value.data if chips else 1} chip(s)"
     if args.backend == "iree":
         outputs, load_s, run = execute_iree(args, module, source, inputs)
-        print(f"ran {where} on {describe(run)}): load {load_s * 1e3:.1f} ms")
+        print(f"ran {where} on {describe(run, iree_target(args))}): load {load_s * 1e3:.1f} ms")
     else:
         outputs, load_s, run_s = execute(module, source, inputs, args.storage, args.cast)
         print(

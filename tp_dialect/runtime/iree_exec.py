@@ -2,7 +2,7 @@
 
 `run_iree` exports a copy of the program (tp-export: one plain-MLIR function per stretch a
 chip runs between two halts, and ``@host``), compiles each distinct function once with IREE
-for the host CPU (``llvm-cpu``), and runs the relay's steps on IREE's runtime: a ``run``
+for the host CPU (``llvm-cpu``) or a GPU, and runs the relay's steps on IREE's runtime: a ``run``
 calls the chip's segment, a ``copy`` hands a sent buffer to the receiving chip — links,
 carried values and outputs stay IREE device arrays the host only passes on. Weights and
 caches are placed on the device once, each distinct slice once.
@@ -10,7 +10,12 @@ caches are placed on the device once, each distinct slice once.
 `ModuleCache` keeps compiled modules on disk, keyed by a SHA-256 of the segment's text, the
 IREE version, the target and its flags: a second run compiles nothing. An entry is a digest
 of its payload followed by the payload; one whose digest does not match (truncated,
-overwritten) is compiled again and rewritten, never loaded. Entries are written atomically.
+overwritten) is compiled again and rewritten, never loaded. Entries are written atomically;
+a cache that cannot be written is said (`ModuleCache.unwritable`), the run goes on.
+
+`IreeTarget` is what a run compiles for and runs on: the host CPU (`CPU`, the default) or a
+GPU (`TARGETS`: IREE's ``cuda``, ``rocm``, ``vulkan-spirv``), whose driver and device
+`check_target` asks IREE's runtime for before anything is compiled.
 """
 
 from __future__ import annotations
@@ -21,11 +26,12 @@ import importlib.metadata
 import io
 import os
 import platform
+import re
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Container, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -41,21 +47,68 @@ from tp_dialect.passes.export import export_module, manifest_of
 from tp_dialect.program_ops import ChipProgramOp
 from tp_dialect.runtime.arrays import slice_of
 from tp_dialect.runtime.reference import bind
-from tp_dialect.runtime.segments import run_segments
+from tp_dialect.runtime.segments import Call, Entry, Port, run_segments
 from tp_dialect.signature import entry_function, ports
 
 EXTRA = "iree"
-"""The extra installing IREE (``pip install 'tp[iree]'``)."""
+"""The extra installing IREE (``pip install 'tp-dialect[iree]'``)."""
 
-TARGET = "llvm-cpu"
-FLAGS = (
-    "--iree-llvmcpu-target-cpu=host",
-    # f64 stays f64: IREE would otherwise demote it to f32, changing the numbers.
-    "--iree-input-demote-f64-to-f32=false",
-)
-"""IREE's target and flags: native code for this machine's CPU."""
+# f64 stays f64: IREE would otherwise demote it to f32, changing the numbers.
+_KEEP_F64 = "--iree-input-demote-f64-to-f32=false"
+
+
+@dataclass(frozen=True)
+class IreeTarget:
+    """One of IREE's compile targets, the flags tp compiles for it and the runtime driver
+    that runs what it compiled; its name and compile flags are part of every cache key."""
+
+    name: str
+    """iree.compiler's target backend (``llvm-cpu``, ``cuda`` …)."""
+    driver: str
+    """iree.runtime's HAL driver running its modules (``local-task``, ``cuda`` …)."""
+    arch_flag: str
+    """The flag naming the device architecture (``--iree-cuda-target``)."""
+    arch: str | None
+    """Its value (``sm_80``), or None: IREE's default."""
+    needs: str
+    """What the user needs to run it, as an error says it."""
+    flags: tuple[str, ...] = (_KEEP_F64,)
+
+    @property
+    def compile_flags(self) -> tuple[str, ...]:
+        """The flags handed to IREE's compiler: the architecture's, then the rest."""
+        arch = () if self.arch is None else (f"{self.arch_flag}={self.arch}",)
+        return (*arch, *self.flags)
+
+    def for_arch(self, arch: str | None) -> IreeTarget:
+        """This target built for ``arch`` (None: unchanged)."""
+        return self if arch is None else replace(self, arch=arch)
+
+
+CPU = IreeTarget("llvm-cpu", "local-task", "--iree-llvmcpu-target-cpu", "host", "a CPU")
+"""The default: native code for this machine's CPU, on IREE's multi-threaded CPU driver."""
+
+TARGETS = {
+    t.name: t
+    for t in (
+        CPU,
+        # PTX for sm_80 (Ampere) is JIT-compiled by the CUDA driver for any newer GPU.
+        IreeTarget("cuda", "cuda", "--iree-cuda-target", "sm_80", "an NVIDIA GPU"),
+        # AMD code objects run only on the architecture named: gfx942 is MI300.
+        IreeTarget("rocm", "hip", "--iree-rocm-target", "gfx942", "an AMD GPU"),
+        # No architecture: IREE's portable baseline (SPIR-V 1.3, shaders only) any GPU runs.
+        IreeTarget("vulkan-spirv", "vulkan", "--iree-vulkan-target", None, "a Vulkan GPU"),
+    )
+}
+"""The targets ``tp-run --iree-target`` offers, by IREE's name."""
+
+TARGET = CPU.name
+FLAGS = CPU.compile_flags
+"""The default target's name and flags: native code for this machine's CPU."""
 
 _MAGIC = b"tp-iree-1\n"
+_MPI_WORLD_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE")
+"""What IREE's runtime reads as 'running under mpiexec' (MPICH's and Open MPI's)."""
 
 
 class IreeError(Exception):
@@ -69,8 +122,8 @@ def iree() -> tuple[ModuleType, ModuleType]:
         import iree.runtime as runtime
     except ImportError:
         raise IreeError(
-            f"--backend iree needs IREE, which is not installed: pip install 'tp[{EXTRA}]' "
-            "(iree-base-compiler and iree-base-runtime 3.13.0)"
+            "--backend iree needs IREE, which is not installed: pip install "
+            f"'tp-dialect[{EXTRA}]' (iree-base-compiler and iree-base-runtime 3.13.0)"
         ) from None
     return compiler, runtime
 
@@ -95,16 +148,20 @@ class ModuleCache:
     it compiled and what it found."""
 
     directory: Path
+    target: IreeTarget = CPU
     compiled: int = 0
     hits: int = 0
     rebuilt: int = 0
+    unwritable: str = ""
+    """Why an entry could not be stored (the first failure), or empty."""
 
     def key(self, text: str) -> str:
         """The digest naming ``text``'s compiled module: its text, IREE's version, the target
         and its flags, the machine and its CPU (a cache shared by machines never hands one
         code built for another's CPU)."""
-        stamp = "\n".join([iree_version(), TARGET, *FLAGS, platform.machine(), _cpu(), ""])
-        return hashlib.sha256(stamp.encode() + text.encode()).hexdigest()
+        target = self.target
+        stamp = [iree_version(), target.name, *target.compile_flags, platform.machine(), _cpu()]
+        return hashlib.sha256("\n".join([*stamp, ""]).encode() + text.encode()).hexdigest()
 
     def get(self, text: str, where: str) -> bytes:
         """The compiled module of ``text``: from disk when a sound entry is there, else
@@ -118,13 +175,46 @@ class ModuleCache:
         if path.exists():
             self.rebuilt += 1  # a corrupt entry: never trusted, compiled again
         compiler, _ = iree()
+        target = self.target
         try:
-            vmfb = compiler.compile_str(text, target_backends=[TARGET], extra_args=list(FLAGS))
+            vmfb = compiler.compile_str(
+                text, target_backends=[target.name], extra_args=list(target.compile_flags)
+            )
         except Exception as err:  # IREE's CompilerToolError, or its failure to start
             raise IreeError(f"{where}: IREE refused it: {first_error(str(err))}") from None
         self.compiled += 1
-        _write_entry(path, bytes(vmfb))
+        try:
+            _write_entry(path, bytes(vmfb))
+        except OSError as err:  # a read-only or misplaced cache: the run goes on uncached
+            self.unwritable = self.unwritable or f"{err.strerror or err}: {path}"
         return bytes(vmfb)
+
+
+def check_target(target: IreeTarget) -> None:
+    """Return only when IREE's compiler offers ``target`` and its runtime has the target's
+    driver with at least one device; else an IreeError saying what the user needs (asked
+    before anything is compiled)."""
+    compiler, runtime = iree()
+    needs = f"--iree-target {target.name} needs {target.needs} and IREE's {target.driver} driver"
+    if target.name not in compiler.query_available_targets():
+        raise IreeError(f"{needs}: this IREE compiler has no {target.name} target")
+    try:
+        devices = runtime.get_driver(target.driver).query_available_devices()
+    except (RuntimeError, ValueError) as err:  # what IREE raises for a driver it cannot load
+        raise IreeError(f"{needs}: {iree_message(str(err))}") from None
+    if not devices:
+        raise IreeError(f"{needs}: no {target.driver} device found")
+
+
+_STATUS = re.compile(r"^(?:Error [\w ]+: )?(?:\S+:\d+: )?[A-Z_]+; ")
+
+
+def iree_message(error: str, limit: int = 200) -> str:
+    """IREE runtime's error as one line: its first, without the C source location and status
+    code IREE puts first, at most ``limit`` characters."""
+    lines = [line.strip() for line in error.splitlines() if line.strip()]
+    line = _STATUS.sub("", lines[0] if lines else "no message").rstrip(":; ")
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 @functools.cache
@@ -140,12 +230,13 @@ def _cpu() -> str:
 
 
 def first_error(diagnostics: str) -> str:
-    """IREE's first ``error:`` line, its ``<stdin>:L:C:`` location kept as ``line L:C``."""
+    """IREE's first ``error:`` line, its ``<stdin>:L:C:`` location kept as ``line L:C`` (an
+    ``<unknown>:0:`` one, a flag's, dropped)."""
     for line in diagnostics.splitlines():
         if "error:" in line:
             where, _, message = line.partition("error:")
-            place = where.strip().removeprefix("<stdin>:").rstrip(":")
-            return f"line {place}: {message.strip()}" if place else message.strip()
+            place = re.fullmatch(r"\s*<stdin>:(\d+:\d+):\s*", where)
+            return f"line {place[1]}: {message.strip()}" if place else message.strip()
     lines = [line.strip() for line in diagnostics.splitlines() if line.strip()]
     return lines[0] if lines else "no diagnostic"
 
@@ -180,8 +271,19 @@ def segment_text(func: FuncOp) -> str:
     """``func`` alone as a module IREE compiles, its function named ``@main`` and its
     values unnamed: segments that differ only in names (chip 1's and chip 2's) are one
     text, compiled once."""
+    return _module_text([_plain(func, "main")])
+
+
+def bundle_text(funcs: list[FuncOp]) -> str:
+    """The segments ``funcs`` (distinct texts) as one module IREE compiles in one go, the
+    i-th's function named ``@s<i>``, values unnamed: one compiler run for a program's
+    segments, not one each."""
+    return _module_text([_plain(f, f"s{i}") for i, f in enumerate(funcs)])
+
+
+def _plain(func: FuncOp, name: str) -> FuncOp:
     copy = func.clone()
-    copy.sym_name = type(copy.sym_name)("main")
+    copy.sym_name = type(copy.sym_name)(name)
     for op in copy.walk():
         for r in op.results:
             r.name_hint = None
@@ -192,9 +294,12 @@ def segment_text(func: FuncOp) -> str:
     copy.attributes.clear()
     copy.arg_attrs = None
     copy.res_attrs = None
-    module = ModuleOp([copy])
+    return copy
+
+
+def _module_text(funcs: list[FuncOp]) -> str:
     out = io.StringIO()
-    Printer(stream=out).print_op(module)
+    Printer(stream=out).print_op(ModuleOp(funcs))
     return out.getvalue() + "\n"
 
 
@@ -215,20 +320,47 @@ class IreeRun:
 
 @dataclass
 class _Device:
-    """IREE's runtime on the host CPU: one device, a context per compiled module."""
+    """IREE's runtime on the target's device (the host CPU by default): one device, a
+    context per compiled module."""
 
     runtime: ModuleType
     config: Any = None
     contexts: list[Any] = field(default_factory=list)
+    target: IreeTarget = field(default=CPU, kw_only=True)
 
     def __post_init__(self) -> None:
-        self.config = self.runtime.Config("local-task")
+        # Under mpiexec IREE's runtime sees the world size in the environment and gives the
+        # device an MPI channel provider of its own (dlopen of libmpi.so; failing when it is
+        # not on the library path). tp's ranks trade buffers through mpi4py and use none of
+        # IREE's collectives: the variables are hidden while the device is made.
+        hidden = {v: os.environ.pop(v) for v in _MPI_WORLD_VARS if v in os.environ}
+        try:
+            self.config = self.runtime.Config(self.target.driver)
+        except (RuntimeError, ValueError) as err:
+            raise IreeError(
+                f"IREE could not open a {self.target.driver} device: {iree_message(str(err))}"
+            ) from None
+        finally:
+            os.environ.update(hidden)
 
-    def function(self, vmfb: bytes) -> Any:
+    def function(self, vmfb: bytes, where: str = "a module") -> Any:
+        """``vmfb``'s ``main`` loaded on the device (`module`)."""
+        return self.module(vmfb, where)["main"]
+
+    def module(self, vmfb: bytes, where: str = "a module") -> Any:
+        """The compiled module ``vmfb`` loaded on the device: its functions by name; an
+        IreeError naming ``where`` when IREE cannot load it (say, code built for another
+        device)."""
         ctx = self.runtime.SystemContext(config=self.config)
-        ctx.add_vm_module(self.runtime.VmModule.copy_buffer(self.config.vm_instance, vmfb))
+        try:
+            ctx.add_vm_module(self.runtime.VmModule.copy_buffer(self.config.vm_instance, vmfb))
+        except (RuntimeError, ValueError) as err:
+            raise IreeError(
+                f"{where}: IREE could not load it on its {self.target.driver} device: "
+                f"{iree_message(str(err))}"
+            ) from None
         self.contexts.append(ctx)
-        return ctx.modules.module["main"]
+        return ctx.modules.module
 
     def place(self, value: Any) -> Any:
         # np.ascontiguousarray would make a scalar 1-d: a 0-d port stays 0-d
@@ -255,68 +387,92 @@ def _slices(module: ModuleOp) -> dict[tuple[str, int, tuple[tuple[int, int], ...
     return out
 
 
-def run_iree(
+@dataclass
+class Prepared:
+    """Some entries of a program's export compiled and their host inputs placed on one
+    device, each distinct function and each input or slice once: what `call` runs them by,
+    what `host_input` hands them, ready for a relay (`run_segments`, or one MPI rank's)."""
+
+    manifest: dict[str, Any]
+    device: Any
+    call: Call
+    host_input: Callable[[Port], Any]
+    functions: int
+    distinct: int
+    compile_s: float
+    place_s: float
+    placed_bytes: int
+
+
+def prepare(
     module: ModuleOp,
     values: Mapping[str, Any],
     placed: Mapping[ShardOp, np.ndarray] | None = None,
     cache: ModuleCache | None = None,
-) -> IreeRun:
-    """``module`` (per-chip programs with or without their relay) run on IREE: its results
-    by name, equal to the reference interpreter's to f32 rounding. ``placed``: the slices
-    the host already loaded (`place_weights`); any other slice is cut from ``values``."""
+    chips: Container[int] | None = None,
+    host: bool = True,
+    driver: str | None = None,
+) -> Prepared:
+    """``module``'s export (a copy's) with the segments of ``chips`` (every chip: None) and,
+    with ``host``, ``@host`` compiled by IREE and every host input or slice they read placed
+    on the device, once. ``placed``: the slices the host already loaded (`place_weights`);
+    any other slice is cut from ``values``. ``driver``: IREE's runtime driver instead of the
+    cache's target's (say ``local-sync``, the calling thread alone, for ``local-task``'s pool
+    of worker threads; the compiled code is the same)."""
     _, runtime = iree()
     cache = cache or ModuleCache(default_cache_dir())
     func = entry_function(module)
-    ins, outs = ports(func)
+    ins, _ = ports(func)
     host_values = {p.name: v for p, v in zip(ins, bind(ins, values), strict=True)}
     exported = module.clone()
     export_module(exported)
     manifest = manifest_of(exported)
     funcs = {f.sym_name.data: f for f in exported.ops if isinstance(f, FuncOp)}
+    entries = [s for s in manifest["segments"] if chips is None or s["chip"] in chips]
+    entries += [manifest["host"]] if host else []
     t0 = time.perf_counter()
-    device = _Device(runtime)
+    target = cache.target if driver is None else replace(cache.target, driver=driver)
+    device = _Device(runtime, target=target)
     by_key: dict[str, Any] = {}
     called: dict[str, Any] = {}
-    for entry in [*manifest["segments"], manifest["host"]]:
+    for entry in entries:
         name = entry["function"]
         text = segment_text(funcs[name])
         key = cache.key(text)
         if key not in by_key:
-            by_key[key] = device.function(cache.get(text, _where(entry)))
+            by_key[key] = device.function(cache.get(text, _where(entry)), _where(entry))
         called[name] = by_key[key]
     t1 = time.perf_counter()
     slices = _slices(module)
     placed = placed or {}
     resident: dict[Any, Any] = {}  # each host input and slice on the device, once
 
-    def host_port(port: dict[str, Any]) -> Any:
+    def host_port(port: Port) -> Any:
         key = _resident_key(port)
-        if port["kind"] == "input":
-            if key not in resident:
-                resident[key] = device.place(host_values[port["name"]])
+        if key in resident:
             return resident[key]
-        ranges = key[2]
-        if key not in resident:
+        if port["kind"] == "input":
+            data = host_values[port["name"]]
+        else:
             shard = slices.get(key)
             if shard is not None and shard in placed:
                 data = placed[shard]
             else:
-                data = slice_of(np.asarray(host_values[port["name"]]), port["axis"], ranges)
-            resident[key] = device.place(data)
+                data = slice_of(np.asarray(host_values[port["name"]]), port["axis"], key[2])
+        resident[key] = device.place(data)
         return resident[key]
 
-    entries = [*manifest["segments"], manifest["host"]]
     reads = Counter(
         _resident_key(p) for e in entries for p in e["arguments"] if p["kind"] in RESIDENT
     )
 
-    def donated(port: dict[str, Any]) -> bool:
+    def donated(port: Port) -> bool:
         """Whether the argument's buffer may be written: a host input or slice (placed in a
         buffer of its own, aliasing nothing) that no other argument reads, say a chip's
         cache slice, which its update then writes in place as a chip's memory would."""
         return port["kind"] in RESIDENT and reads[_resident_key(port)] == 1
 
-    def call(entry: dict[str, Any], args: list[Any]) -> tuple[Any, ...]:
+    def call(entry: Entry, args: list[Any]) -> tuple[Any, ...]:
         """The entry's compiled function on ``args``, where an argument IREE may write gets
         a copy of its own unless donated: the host reads every other buffer it holds again
         (iree-org/iree#16168: IREE writes such arguments in place)."""
@@ -337,23 +493,53 @@ def run_iree(
         for port in entry["arguments"]:
             if port["kind"] in RESIDENT:
                 host_port(port)
-    t2 = time.perf_counter()
-    results = run_segments(manifest, host_port, call)
-    outputs = {
-        port.name: np.asarray(r.to_host(), dtype=port.numpy_dtype)
-        for port, r in zip(outs, results, strict=True)
-    }
-    return IreeRun(
-        outputs,
+    placed_bytes = sum(int(np.prod(a.shape)) * a.dtype.itemsize for a in resident.values())
+    return Prepared(
+        manifest,
+        device,
+        call,
+        host_port,
         len(called),
         len(by_key),
+        t1 - t0,
+        time.perf_counter() - t1,
+        placed_bytes,
+    )
+
+
+def run_iree(
+    module: ModuleOp,
+    values: Mapping[str, Any],
+    placed: Mapping[ShardOp, np.ndarray] | None = None,
+    cache: ModuleCache | None = None,
+) -> IreeRun:
+    """``module`` (per-chip programs with or without their relay) run on IREE: its results
+    by name, equal to the reference interpreter's to f32 rounding. ``placed``: the slices
+    the host already loaded (`place_weights`); any other slice is cut from ``values``."""
+    cache = cache or ModuleCache(default_cache_dir())
+    prepared = prepare(module, values, placed, cache)
+    t0 = time.perf_counter()
+    results = run_segments(prepared.manifest, prepared.host_input, prepared.call)
+    return IreeRun(
+        host_outputs(module, results),
+        prepared.functions,
+        prepared.distinct,
         cache.compiled,
         cache.hits,
         cache.rebuilt,
-        t1 - t0,
-        t2 - t1,
-        time.perf_counter() - t2,
+        prepared.compile_s,
+        prepared.place_s,
+        time.perf_counter() - t0,
     )
+
+
+def host_outputs(module: ModuleOp, results: tuple[Any, ...]) -> dict[str, np.ndarray]:
+    """``@host``'s device results as the program's outputs by name, in their dtypes."""
+    _, outs = ports(entry_function(module))
+    return {
+        port.name: np.asarray(r.to_host(), dtype=port.numpy_dtype)
+        for port, r in zip(outs, results, strict=True)
+    }
 
 
 RESIDENT = ("input", "shard")

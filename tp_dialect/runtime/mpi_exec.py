@@ -250,7 +250,8 @@ class Wire:
         self.seconds += time.perf_counter() - t0
 
 
-def _peak_rss() -> int:
+def peak_rss() -> int:
+    """This process's peak resident memory so far, in bytes."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
 
 
@@ -329,7 +330,7 @@ def run_mpi(
         rank,
         None if rank == host_rank else rank,
         weight_bytes,
-        _peak_rss(),
+        peak_rss(),
         load,
         step,
         compute,

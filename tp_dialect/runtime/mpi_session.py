@@ -43,6 +43,7 @@ class MpiSession:
         source: Callable[[], TensorSource],
         cache_outputs: Iterable[str] = (),
         comm: Any = None,
+        engine: str = "interpreter",
     ) -> None:
         self.mpi = load_mpi()
         self.comm = self.mpi.COMM_WORLD if comm is None else comm
@@ -51,6 +52,10 @@ class MpiSession:
         # Each rank's own state: the single-process session's bookkeeping, over its own
         # slices (place_weights with this rank's chip).
         self.local = Session(source(), cache_outputs)
+        if engine == "iree":  # each rank's chip compiled by IREE (`IreeSession` on ranks)
+            from tp_dialect.runtime.iree_session import IreeSession
+
+            self.local = IreeSession(self.local.source.source, cache_outputs, comm=self.comm)
         self.steps: list[tuple[Step, Any]] = []
 
     # -- rank 0 ------------------------------------------------------------------------
@@ -96,12 +101,18 @@ class MpiSession:
         if self.rank >= chips:
             raise MpiError(f"rank {self.rank} has no chip among {chips}")
         step = self.local.prepare(module, chip=self.rank)
+        if not isinstance(step, Step):  # IREE's: it runs its own relay (`IreeSession.run`)
+            self.steps.append((step, None))
+            return len(self.steps) - 1
         index = check_programs(step.func)
         self.steps.append((step, index))
         return len(self.steps) - 1
 
     def _run(self, number: int, inputs: Mapping[str, Any]) -> dict[str, np.ndarray] | None:
         step, index = self.steps[number]
+        if index is None:
+            outputs = self.local.run(step, inputs)
+            return outputs if self.rank == 0 else None
         args = self.local.arguments(step, inputs)
         functions = NumpyFunctions(step.placed, storage=True, resident=True, skipped=step.skipped)
         program = index.programs[self.rank]

@@ -186,20 +186,34 @@ def load(
     stage: str = "programs",
     logits: bool = False,
     backend: str = "interpreter",
+    engine: str = "interpreter",
 ) -> Model | None:
     """A `Model` serving the Hugging Face directory ``directory`` on ``chips`` chips: its
     config read and checked (unknown or not-understood fields refused by name), its weights
     checked against the programs' ports before anything runs. ``backend``: ``interpreter``
-    (chips in this process) or ``mpi`` (under ``mpiexec -n chips``: every rank calls `load`;
-    rank 0 gets the model, the other ranks serve inside `load` until rank 0 closes it, then
-    get None)."""
+    (chips in this process), ``iree`` (chips in this process as native code built by IREE) or
+    ``mpi`` (under ``mpiexec -n chips``: every rank calls `load`; rank 0 gets the model, the
+    other ranks serve inside `load` until rank 0 closes it, then get None); ``engine``: what
+    runs a rank's chip under ``mpi``, ``interpreter`` or ``iree``."""
+    if engine not in ("interpreter", "iree") or (engine == "iree" and backend != "mpi"):
+        raise ServingError(
+            f"engine '{engine}' is for backend 'mpi' (interpreter or iree; in one process, "
+            "backend 'iree')"
+            if engine == "iree"
+            else f"unknown engine '{engine}' (interpreter or iree)"
+        )
     model = read_model(directory)
     model.check_chips(chips)
     options = Options(chips, max_positions, batch, stage, logits)
     cache_outputs = [f"present_{kind}.{i}" for i in range(layers(model)) for kind in KV]
-    if backend == "interpreter":
+    if backend in ("interpreter", "iree"):
         weights = open_model_dir(Path(directory))
-        session = Session(weights, cache_outputs)
+        if backend == "iree":
+            from tp_dialect.runtime.iree_session import IreeSession
+
+            session: Session = IreeSession(weights, cache_outputs)
+        else:
+            session = Session(weights, cache_outputs)
         served = Model(model, Path(directory), options, session, session.prepare)
         _check(served, weights)
         return served
@@ -211,7 +225,9 @@ def load(
         def parse(text: str) -> ModuleOp:
             return Parser(ctx, text).parse_module()
 
-        mpi = MpiSession(parse, lambda: open_model_dir(Path(directory)), cache_outputs)
+        mpi = MpiSession(
+            parse, lambda: open_model_dir(Path(directory)), cache_outputs, engine=engine
+        )
         if mpi.rank != 0:
             # Rank 0 checks the weights first and says whether serving starts.
             if mpi.comm.bcast(None, root=0) is None:
@@ -225,7 +241,7 @@ def load(
             raise
         mpi.comm.bcast(None, root=0)
         return served
-    raise ServingError(f"unknown backend '{backend}' (interpreter or mpi)")
+    raise ServingError(f"unknown backend '{backend}' (interpreter, iree or mpi)")
 
 
 def _check(model: Model, weights: ModelWeights) -> None:
