@@ -27,7 +27,9 @@ filled (loading the modules).
 
 ``python -m benchmarks.backends [--chips 1,2,4,8] [--dtypes f32,bf16] [--reps 7]``
 (quick: ``--chips 1,2 --reps 3``). ``--iree-flag FLAG`` (repeatable) adds a flag to the IREE
-backend's compile flags for the run, to measure one.
+backend's compile flags for the run; ``--variant NAME='ITEM …'`` adds an IREE column compiled
+with more flags (``spec``: `tp_dialect.runtime.iree_tuning`'s tuning spec), to measure them
+side by side.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ import resource  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
+from dataclasses import replace  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -64,7 +67,7 @@ from tp_dialect.runtime.checkpoint import (  # noqa: E402
 )
 from tp_dialect.runtime.iree_tuning import spec_flag  # noqa: E402
 from tp_dialect.runtime.reference import run_program  # noqa: E402
-from tp_dialect.tools.run_iree import iree_program  # noqa: E402
+from tp_dialect.tools.run_model import per_chip  # noqa: E402
 from tp_dialect.tools.source import parse_module  # noqa: E402
 from tp_dialect.universe import tp_context  # noqa: E402
 
@@ -75,7 +78,7 @@ def _programs(chips: int, dtype: str) -> Any:
     """The qwen3-8b layer on ``chips`` chips with ``dtype`` weights, as per-chip programs."""
     cfg = Qwen3Config.preset("qwen3-8b", layers=1, chips=chips, dtype=dtype)
     module, _ = parse_module(tp_context(), generate(cfg), "<qwen3-8b>")
-    return iree_program(module, "fold")
+    return per_chip(module, "fold", False, flat=True)
 
 
 def _rel(got: Any, want: np.ndarray) -> float:
@@ -87,9 +90,8 @@ def _median(times: list[float]) -> float:
     return sorted(times)[len(times) // 2]
 
 
-Variant = tuple[str, tuple[str, ...], bool]
-"""An IREE column besides the backend's own: its name, extra compile flags, and whether
-carried values read once are donated (`benchmarks.iree_step`)."""
+Variant = tuple[str, tuple[str, ...]]
+"""An IREE column besides the backend's own: its name and its extra compile flags."""
 
 
 def measure(
@@ -99,6 +101,7 @@ def measure(
     position: int,
     weights: dict[str, dict],
     variants: list[Variant],
+    target: iree_exec.IreeTarget,
 ) -> list[dict[str, Any]]:
     """Every column at ``chips`` chips for each of ``dtypes``: medians (s), compile times,
     the errors against numpy."""
@@ -111,19 +114,18 @@ def measure(
         placement = place_weights(program, MemorySource(weights[dtype]), inputs)
         row: dict[str, Any] = {"chips": chips, "dtype": dtype}
         with tempfile.TemporaryDirectory(prefix="tp-iree-bench-") as tmp:
-            cache = iree_exec.ModuleCache(Path(tmp))
+            cache = iree_exec.ModuleCache(Path(tmp), target)
             cold = iree_exec.run_iree(program, placement.values, placement.placed, cache)
             warm = iree_exec.run_iree(program, placement.values, placement.placed, cache)
             resident = resident_step(program, placement.values, placement.placed, cache)
-            for name, flags, donate in variants:
-                base = iree_exec.FLAGS
-                iree_exec.FLAGS = (*base, *flags)
-                try:
-                    other = resident_step(
-                        program, placement.values, placement.placed, cache, donate
-                    )
-                finally:
-                    iree_exec.FLAGS = base
+            for name, flags in variants:
+                tuned = replace(target, flags=(*target.flags, *flags))
+                other = resident_step(
+                    program,
+                    placement.values,
+                    placement.placed,
+                    iree_exec.ModuleCache(Path(tmp), tuned),
+                )
                 steps[(dtype, name)] = lambda other=other: other.run()["hidden_states"]
                 row[f"copies_{name}"] = other.copies
         steps[(dtype, "interp")] = lambda program=program, placement=placement: run_program(
@@ -246,11 +248,10 @@ def _load() -> str:
 
 
 def _variant(text: str, spec_dir: Path) -> Variant:
-    """``NAME=ITEM ...``: ``spec`` (`tp_dialect.runtime.iree_tuning`'s tuning spec),
-    ``donate`` (carried values read once donated) or an IREE flag."""
+    """``NAME=ITEM ...``: ``spec`` (`tp_dialect.runtime.iree_tuning`'s tuning spec) or an
+    IREE compile flag."""
     name, _, items = text.partition("=")
-    flags = tuple(spec_flag(spec_dir) if i == "spec" else i for i in items.split() if i != "donate")
-    return name, flags, "donate" in items.split()
+    return name, tuple(spec_flag(spec_dir) if i == "spec" else i for i in items.split())
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -266,8 +267,8 @@ def main(argv: list[str] | None = None) -> None:
         "--variant",
         action="append",
         default=[],
-        help="another IREE column, NAME='ITEM ...': spec (the bf16 tuning spec), donate "
-        "(carried values read once donated) or an IREE flag",
+        help="another IREE column, NAME='ITEM ...': spec (the bf16 tuning spec) or an IREE "
+        "compile flag",
     )
     args = parser.parse_args(argv)
     try:
@@ -282,13 +283,12 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--dtypes {args.dtypes}: f32 and/or bf16")
     if args.reps < 1 or not 0 <= args.position < BASE.max_positions:
         parser.error(f"--reps at least 1, --position 0..{BASE.max_positions - 1}")
-    if args.iree_flag:
-        iree_exec.FLAGS = (*iree_exec.FLAGS, *args.iree_flag)
+    target = replace(iree_exec.CPU, flags=(*iree_exec.CPU.flags, *args.iree_flag))
     load = _load()
     print(
         f"threads: numpy and the interpreter 1 ({os.environ['OPENBLAS_NUM_THREADS']} BLAS "
         f"thread), IREE local-task and XLA every core ({os.cpu_count()}); IREE flags "
-        f"{' '.join(iree_exec.FLAGS)}"
+        f"{' '.join(target.compile_flags)}"
     )
     if not jax_qwen3.available():
         print("JAX is not installed: its column is skipped (pip install -e '.[bench]')")
@@ -298,7 +298,7 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="tp-iree-spec-") as spec_dir:
         variants = [_variant(v, Path(spec_dir)) for v in args.variant]
         for chips in chip_counts:
-            rows += measure(chips, dtypes, args.reps, args.position, weights, variants)
+            rows += measure(chips, dtypes, args.reps, args.position, weights, variants, target)
             gc.collect()
     report(rows, args.reps, args.position, ["IREE", *(v[0] for v in variants)])
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
