@@ -7,6 +7,7 @@ from pathlib import Path
 
 import ml_dtypes
 import numpy as np
+import pytest
 
 from tp_dialect.runtime.iree_tuning import SPEC, spec_flag
 
@@ -66,3 +67,20 @@ def test_a_bf16_matvec_compiles_with_the_spec_tiled_16_by_16_and_equals_numpy(
     got = np.asarray(ctx.modules.module["main"](x, w).to_host())
     want = x.astype(np.float64) @ w.astype(np.float64).T
     assert np.max(np.abs(got - want)) <= 1e-5 * np.max(np.abs(want))
+
+
+def test_the_module_cache_compiles_for_the_cpu_with_the_spec(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tp's CPU builds hand IREE the spec (a broken one makes IREE refuse), and the spec is
+    part of the cache key (a module built with another spec is never found)."""
+    from tp_dialect.runtime import iree_tuning
+    from tp_dialect.runtime.iree_exec import IreeError, ModuleCache
+
+    cache = ModuleCache(tmp_path / "modules")
+    key = cache.key(MATVEC)
+    assert cache.get(MATVEC, "the matvec")
+    monkeypatch.setattr(iree_tuning, "SPEC", "module { this is not a spec }")
+    assert cache.key(MATVEC) != key
+    with pytest.raises(IreeError, match="the matvec: IREE refused it"):
+        cache.get(MATVEC, "the matvec")

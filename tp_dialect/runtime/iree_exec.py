@@ -45,6 +45,7 @@ from xdsl.printer import Printer
 from tp_dialect.ops import ShardOp
 from tp_dialect.passes.export import export_module, manifest_of
 from tp_dialect.program_ops import ChipProgramOp
+from tp_dialect.runtime import iree_tuning as tuning
 from tp_dialect.runtime.arrays import slice_of
 from tp_dialect.runtime.reference import bind
 from tp_dialect.runtime.segments import Call, Entry, Port, run_segments
@@ -161,6 +162,7 @@ class ModuleCache:
         code built for another's CPU)."""
         target = self.target
         stamp = [iree_version(), target.name, *target.compile_flags, platform.machine(), _cpu()]
+        stamp += [tuning.SPEC] if target.name == CPU.name else []
         return hashlib.sha256("\n".join([*stamp, ""]).encode() + text.encode()).hexdigest()
 
     def get(self, text: str, where: str) -> bytes:
@@ -177,9 +179,14 @@ class ModuleCache:
         compiler, _ = iree()
         target = self.target
         try:
-            vmfb = compiler.compile_str(
-                text, target_backends=[target.name], extra_args=list(target.compile_flags)
-            )
+            with tempfile.TemporaryDirectory(prefix="tp-iree-") as spec_dir:
+                # The CPU's bf16 matrix-vector tiles (`iree_tuning`): a file IREE reads.
+                tuned = [tuning.spec_flag(Path(spec_dir))] if target.name == CPU.name else []
+                vmfb = compiler.compile_str(
+                    text,
+                    target_backends=[target.name],
+                    extra_args=[*target.compile_flags, *tuned],
+                )
         except Exception as err:  # IREE's CompilerToolError, or its failure to start
             raise IreeError(f"{where}: IREE refused it: {first_error(str(err))}") from None
         self.compiled += 1
@@ -387,6 +394,47 @@ def _slices(module: ModuleOp) -> dict[tuple[str, int, tuple[tuple[int, int], ...
     return out
 
 
+def code_of(entry: Entry) -> str:
+    """The function an entry runs: its own, or the shared one it names (``code``: a part of
+    an outlined program's per-chip function, run once per call)."""
+    return str(entry.get("code", entry["function"]))
+
+
+def compile_entries(
+    funcs: Mapping[str, FuncOp],
+    entries: list[Entry],
+    cache: ModuleCache,
+    device: _Device,
+    compiled: dict[str, Any],
+) -> dict[str, Any]:
+    """Each entry's compiled function by its name: the distinct segment texts not in
+    ``compiled`` (functions by text, filled in) compiled as one module, a single compiler
+    run; when IREE refuses that module, each text alone, so the error names the chip and
+    segment IREE refuses."""
+    by_code: dict[str, str] = {}  # a shared function printed once, however many calls
+    for e in entries:
+        if code_of(e) not in by_code:
+            by_code[code_of(e)] = segment_text(funcs[code_of(e)])
+    texts = {e["function"]: by_code[code_of(e)] for e in entries}
+    new: dict[str, Entry] = {}
+    for entry in entries:
+        text = texts[entry["function"]]
+        if text not in compiled and text not in new:
+            new[text] = entry
+    if new:
+        bundle = bundle_text([funcs[code_of(e)] for e in new.values()])
+        try:
+            vmfb = cache.get(bundle, "the program's segments")
+        except IreeError:
+            for text, entry in new.items():
+                cache.get(text, _where(entry))  # raises, naming the segment
+            raise
+        module = device.module(vmfb, "the program's segments")
+        for i, text in enumerate(new):
+            compiled[text] = module[f"s{i}"]
+    return {e["function"]: compiled[texts[e["function"]]] for e in entries}
+
+
 @dataclass
 class Prepared:
     """Some entries of a program's export compiled and their host inputs placed on one
@@ -433,15 +481,7 @@ def prepare(
     t0 = time.perf_counter()
     target = cache.target if driver is None else replace(cache.target, driver=driver)
     device = _Device(runtime, target=target)
-    by_key: dict[str, Any] = {}
-    called: dict[str, Any] = {}
-    for entry in entries:
-        name = entry["function"]
-        text = segment_text(funcs[name])
-        key = cache.key(text)
-        if key not in by_key:
-            by_key[key] = device.function(cache.get(text, _where(entry)), _where(entry))
-        called[name] = by_key[key]
+    called = compile_entries(funcs, entries, cache, device, {})
     t1 = time.perf_counter()
     slices = _slices(module)
     placed = placed or {}
@@ -500,7 +540,7 @@ def prepare(
         call,
         host_port,
         len(called),
-        len(by_key),
+        len({id(f) for f in called.values()}),
         t1 - t0,
         time.perf_counter() - t1,
         placed_bytes,

@@ -45,10 +45,9 @@ from tp_dialect.runtime.iree_exec import (
     _results,
     _slices,
     _where,
-    bundle_text,
+    compile_entries,
     default_cache_dir,
     iree,
-    segment_text,
 )
 from tp_dialect.runtime.iree_mpi import gather_outputs, run_rank
 from tp_dialect.runtime.launch import threads_per_rank
@@ -128,7 +127,7 @@ class IreeSession(Session):
         _drop_results(funcs["host"], manifest["host"], self.cache_outputs)
         entries = [s for s in manifest["segments"] if chip is None or s["chip"] == chip]
         entries += [manifest["host"]] if chip in (None, 0) else []
-        functions = self._compile(funcs, entries)
+        functions = compile_entries(funcs, entries, self.modules, self.device, self._compiled)
         updates = _cache_updates(module, step, self.cache_outputs)
         roles = {p.name: p.role for p in step.ins}
         shards = _slices(module)
@@ -155,31 +154,6 @@ class IreeSession(Session):
             held = self.caches[key]
             self.caches[key] = np.broadcast_to(np.zeros((), held.dtype), held.shape)
         return IreeStep(step, manifest, functions, updates, reads)
-
-    def _compile(
-        self, funcs: Mapping[str, FuncOp], entries: list[dict[str, Any]]
-    ) -> dict[str, Any]:
-        """Each entry's compiled function: the distinct segments not compiled before, as one
-        module (one compiler run); when IREE refuses it, each alone, so the error names the
-        chip and segment that IREE refuses."""
-        texts = {e["function"]: segment_text(funcs[e["function"]]) for e in entries}
-        new: dict[str, dict[str, Any]] = {}
-        for entry in entries:
-            text = texts[entry["function"]]
-            if text not in self._compiled and text not in new:
-                new[text] = entry
-        if new:
-            bundle = bundle_text([funcs[e["function"]] for e in new.values()])
-            try:
-                vmfb = self.modules.get(bundle, "a step's segments")
-            except IreeError:
-                for text, entry in new.items():
-                    self.modules.get(text, _where(entry))  # raises, naming the segment
-                raise
-            module = self.device.module(vmfb, "a step's segments")
-            for i, text in enumerate(new):
-                self._compiled[text] = module[f"s{i}"]
-        return {e["function"]: self._compiled[texts[e["function"]]] for e in entries}
 
     def run(self, step: IreeStep, inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:  # type: ignore[override]
         """One run of ``step`` on ``inputs``: its outputs but the caches, which are updated
