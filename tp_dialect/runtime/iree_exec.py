@@ -402,7 +402,7 @@ def run_iree(
     called: dict[str, Any] = {}
     for entry in [*manifest["segments"], manifest["host"]]:
         name = entry["function"]
-        text = segment_text(funcs[name])
+        text = segment_text(funcs[entry.get("code", name)])
         key = cache.key(text)
         if key not in by_key:
             by_key[key] = device.function(cache.get(text, _where(entry)), _where(entry))

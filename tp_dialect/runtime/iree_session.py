@@ -144,14 +144,14 @@ class IreeSession(Session):
         """Each entry's compiled function: the distinct segments not compiled before, as one
         module (one compiler run); when IREE refuses it, each alone, so the error names the
         chip and segment that IREE refuses."""
-        texts = {e["function"]: segment_text(funcs[e["function"]]) for e in entries}
+        texts = {e["function"]: segment_text(funcs[e.get("code", e["function"])]) for e in entries}
         new: dict[str, dict[str, Any]] = {}
         for entry in entries:
             text = texts[entry["function"]]
             if text not in self._compiled and text not in new:
                 new[text] = entry
         if new:
-            bundle = bundle_text([funcs[e["function"]] for e in new.values()])
+            bundle = bundle_text([funcs[e.get("code", e["function"])] for e in new.values()])
             try:
                 vmfb = self.modules.get(bundle, "a step's segments")
             except IreeError:

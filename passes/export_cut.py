@@ -1,0 +1,601 @@
+"""tp-export's cut of one chip's program into segments, through the per-chip functions it
+calls (`tp_dialect.passes.export`).
+
+A chip runs *units*: stretches of its program's top-level ops (cut at its links and at its
+calls) and, for each call of a per-chip function, the function's *parts* (its body cut at
+its links). A unit ending at a halt closes what the relay's ``run`` of that halt runs; a
+unit cut at a call (or at a function's return) is followed, in the same run, by the next.
+A function's part is written once as a segment function (its *code*) whatever the number of
+calls; each call of it is a manifest entry of its own, naming the code and the ports that
+call binds: that call's weights (``shard``/``input``), its buffers (names expanded by the
+call's tag, `expanded_name`) and its carried values (keys of their own per call).
+
+A value is named globally as ``(call, value)``: a value of a function's body as one call runs
+it (``call`` None: the program's own). A function's argument is the value its call passes
+(`ChipCut.resolve`), a call's result the value the function returns, so a value lives where it
+is computed, once. Linear in the program's ops plus, per call, the ports it binds.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from xdsl.dialects.builtin import FunctionType
+from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+
+from tp_dialect.analysis.chip_calls import chip_function, expanded_name, program_links, tag_of
+from tp_dialect.analysis.touch import is_constant
+from tp_dialect.analysis.values import defined_within
+from tp_dialect.ops import SectionOp, ShardOp, YieldOp
+from tp_dialect.passes.export_ops import PortFlags, PortInfo, SegmentBuilder, refuse
+from tp_dialect.program_ops import ChipProgramOp, FinishOp, LinkOp
+
+Global = tuple[CallOp | None, SSAValue]
+"""A value as a chip computes it: ``(call, value)``, a function body's value in that call."""
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """The block a unit's ops read from (a program's or a per-chip function's), and which of
+    its arguments a ``tp.shard`` in it cuts as a slice the host places (`sources`)."""
+
+    block: Block
+    sources: frozenset[int]
+
+    def is_source(self, value: SSAValue) -> bool:
+        return (
+            isinstance(value, BlockArgument)
+            and value.owner is self.block
+            and value.index in self.sources
+        )
+
+    def placed(self, value: SSAValue) -> ShardOp | None:
+        """The ``tp.shard`` of a placed argument that ``value`` is (directly or as a
+        section's result yielding it): the slice the host loads onto the chip."""
+        owner = value.owner
+        if isinstance(owner, SectionOp):
+            last = owner.body.block.last_op
+            assert isinstance(last, YieldOp)
+            value = last.operands[value.index]  # type: ignore[attr-defined]
+            owner = value.owner
+        if isinstance(owner, ShardOp) and self.is_source(owner.source):
+            return owner
+        return None
+
+    def loads(self, op: Operation) -> bool:
+        """Whether ``op`` only loads placed slices (a section of ``tp.shard`` ops): the host
+        places them, so no segment runs it; the segments reading them take them as
+        arguments."""
+        if isinstance(op, ShardOp):
+            return self.is_source(op.source)
+        return isinstance(op, SectionOp) and all(self.placed(r) for r in op.results)
+
+    def free(self, op: Operation) -> Iterable[SSAValue]:
+        """The values ``op`` (with everything nested in it) reads from outside itself; a
+        ``tp.shard`` of a placed argument stands for its slice (the whole is not read)."""
+        for inner in op.walk():
+            if isinstance(inner, ShardOp) and self.is_source(inner.source):
+                yield inner.result
+                continue
+            for v in inner.operands:
+                if not defined_within(v, op):
+                    yield v
+
+
+@dataclass
+class _Part:
+    """Ops a chip runs between two cuts, and the cuts' links (names as written)."""
+
+    receives: list[tuple[SSAValue, str]] = field(default_factory=list)
+    ops: list[Operation] = field(default_factory=list)
+    sends: list[tuple[SSAValue, str]] = field(default_factory=list)
+    outputs: list[SSAValue] = field(default_factory=list)
+    link: LinkOp | None = None
+    """The link the part ends at (None: a function's last part, ending at its return)."""
+
+
+def _function_parts(f: FuncOp) -> list[_Part]:
+    """A per-chip function's body cut at its links (numbered 1..K by `program_links`)."""
+    parts: list[_Part] = []
+    current = _Part()
+    for op in f.body.block.ops:
+        if is_constant(op) or isinstance(op, ReturnOp):
+            continue
+        if isinstance(op, LinkOp):
+            current.sends = list(zip(op.sent, op.sends, strict=True))
+            current.link = op
+            parts.append(current)
+            current = _Part(list(zip(op.received, op.receives, strict=True)))
+        else:
+            current.ops.append(op)
+    parts.append(current)
+    return parts
+
+
+@dataclass
+class _Code:
+    """One part of a per-chip function as a segment function, with what each of its
+    arguments and results stands for, to be bound per call: ``("receive"|"send", name)``,
+    ``("arg", i)`` (the function's i-th argument), ``("shard", i, axis, ranges)``,
+    ``("carry", value)``."""
+
+    func: FuncOp
+    args: list[tuple[Any, ...]]
+    results: list[tuple[Any, ...]]
+    flags: PortFlags
+    written: bool = False
+    """Whether an entry has brought the function into the export already."""
+
+
+@dataclass
+class _Function:
+    """A per-chip function cut into parts: each value's part, each part's needs and what it
+    hands on, and its parts' code (written once)."""
+
+    func: FuncOp
+    scope: _Scope
+    parts: list[_Part]
+    home: dict[SSAValue, int]
+    needs: list[dict[SSAValue, None]]
+    carried: list[dict[SSAValue, None]]
+    code: list[_Code] = field(default_factory=list)
+
+
+@dataclass
+class _Unit:
+    """What the chip runs between two cuts: a part of its program (``call`` None) or part
+    ``index`` of the function ``call`` runs; ``halt``: the halt it ends at (None: the next
+    unit follows in the same run)."""
+
+    part: _Part
+    halt: int | None
+    call: CallOp | None = None
+    index: int = 0
+    produce: list[Global] = field(default_factory=list)
+    """Constants of the program a function's argument binds: this unit computes them."""
+
+
+def _needs(part: _Part, scope: _Scope) -> dict[SSAValue, None]:
+    need: dict[SSAValue, None] = {}
+    for op in part.ops:
+        if not scope.loads(op):
+            need.update((v, None) for v in scope.free(op))
+    need.update((v, None) for v, _ in part.sends)
+    need.update((v, None) for v in part.outputs)
+    return need
+
+
+def _homes(parts: list[_Part]) -> dict[SSAValue, int]:
+    home: dict[SSAValue, int] = {}  # the part computing (or receiving) each value
+    for k, part in enumerate(parts):
+        home.update((v, k) for v, _ in part.receives)
+        for op in part.ops:
+            home.update((r, k) for r in op.results)
+    return home
+
+
+def symbol(text: str) -> str:
+    """``text`` as a function name every consumer accepts (IREE's names take no dots)."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", text)
+
+
+class ChipCut:
+    """One chip's program cut into units, and the segments and entries they become."""
+
+    def __init__(
+        self,
+        program: ChipProgramOp,
+        input_name: dict[SSAValue, str],
+        functions: dict[FuncOp, _Function],
+        taken: set[str],
+    ) -> None:
+        self.program = program
+        self.chip = program.chip_index
+        self.input_name = input_name
+        self.functions = functions
+        self.taken = taken
+        self.scope = _Scope(program.body.block, frozenset(range(len(program.inputs))))
+        self.keys: dict[Global, str] = {}
+        self.units = self._units()
+        self.runs: dict[int, list[str]] = {}
+        """The entries the relay's run of each halt runs, in order."""
+
+    def _function(self, f: FuncOp) -> _Function:
+        """``f`` cut into parts (once for every program calling it)."""
+        if (known := self.functions.get(f)) is not None:
+            return known
+        block = self.program.body.block
+        calls = [op for op in block.ops if chip_function(op) is f]
+        sources = frozenset(
+            i
+            for i in range(len(f.body.block.args))
+            if all(self.scope.is_source(self.resolve(c, f.body.block.args[i])[1]) for c in calls)
+        )  # a shard cuts a placed slice only where every call passes a host input
+        scope = _Scope(f.body.block, sources)
+        parts = _function_parts(f)
+        home = _homes(parts)
+        needs = [_needs(p, scope) for p in parts]
+        carried: list[dict[SSAValue, None]] = [{} for _ in parts]
+        ret = f.body.block.last_op
+        assert isinstance(ret, ReturnOp)
+        for k, need in enumerate([*needs, dict.fromkeys(ret.operands)]):
+            for v in need:  # what later parts read, and what the function returns
+                j = home.get(v)
+                if j is not None and j < k and scope.placed(v) is None:
+                    carried[j][v] = None
+        fn = _Function(f, scope, parts, home, needs, carried)
+        fn.code = [self._code(fn, k) for k in range(len(parts))]
+        self.functions[f] = fn
+        return fn
+
+    def _units(self) -> list[_Unit]:
+        """The program's units in the order the chip runs them."""
+        halts = iter(program_links(self.program))
+        units: list[_Unit] = []
+        current = _Part()
+        last = 0
+        produced: set[Global] = set()
+        for op in self.program.body.block.ops:
+            if is_constant(op):
+                continue  # cloned into every segment reading it
+            if isinstance(op, LinkOp):
+                if op.halt == 0:  # the start: what the host places before the chip runs
+                    current.receives = list(zip(op.received, op.receives, strict=True))
+                    next(halts)
+                    continue
+                last = next(halts).halt
+                current.sends = list(zip(op.sent, op.sends, strict=True))
+                units.append(_Unit(current, last))
+                current = _Part(list(zip(op.received, op.receives, strict=True)))
+            elif isinstance(op, FinishOp):
+                current.outputs = list(op.values)
+                units.append(_Unit(current, last + 1))
+                current = _Part()
+            elif (f := chip_function(op)) is not None:
+                assert isinstance(op, CallOp)
+                before = _Unit(current, None)
+                for v in op.operands:  # a constant the function takes: computed before
+                    g = self.resolve(None, v)
+                    if g not in produced and isinstance(g[1].owner, Operation):
+                        if is_constant(g[1].owner):
+                            produced.add(g)
+                            before.produce.append(g)
+                units.append(before)
+                fn = self._function(f)
+                for k, part in enumerate(fn.parts):
+                    if part.link is not None:
+                        last = next(halts).halt
+                    units.append(_Unit(part, last if part.link else None, op, k))
+                current = _Part()
+            elif isinstance(op, CallOp):
+                raise refuse(
+                    op,
+                    f"chip {self.chip}'s program calls @{op.callee.string_value()}, which is "
+                    "not a per-chip function: a chip runs its program and per-chip functions",
+                )
+            else:
+                current.ops.append(op)
+        return units
+
+    def resolve(self, call: CallOp | None, value: SSAValue) -> Global:
+        """Where ``value`` (of ``call``'s function body, or the program's) is computed: a
+        function's argument is what its call passes, a call's result what it returns."""
+        while True:
+            if call is not None:
+                f = chip_function(call)
+                assert f is not None
+                if isinstance(value, BlockArgument) and value.owner is f.body.block:
+                    call, value = None, call.operands[value.index]
+                    continue
+                return call, value
+            owner = value.owner
+            if isinstance(owner, CallOp) and (f := chip_function(owner)) is not None:
+                ret = f.body.block.last_op
+                assert isinstance(ret, ReturnOp)
+                call, value = owner, ret.operands[value.index]  # type: ignore[attr-defined]
+                continue
+            return None, value
+
+    def scope_of(self, call: CallOp | None) -> _Scope:
+        if call is None:
+            return self.scope
+        f = chip_function(call)
+        assert f is not None
+        return self.functions[f].scope
+
+    def placed(self, g: Global) -> ShardOp | None:
+        return self.scope_of(g[0]).placed(g[1])
+
+    def home(self, g: Global, homes: dict[Global, int], starts: dict[CallOp, int]) -> int | None:
+        """The unit computing ``g``: a function's part as its call runs it, else the
+        program's unit (`homes`)."""
+        call, value = g
+        if call is None or g in homes:
+            return homes.get(g)
+        f = chip_function(call)
+        assert f is not None
+        k = self.functions[f].home.get(value)
+        return None if k is None else starts[call] + k
+
+    def key(self, g: Global) -> str:
+        return self.keys.setdefault(g, f"c{self.chip}_{g[1].name_hint or 'v'}_{len(self.keys)}")
+
+    def host_port(self, g: Global) -> PortInfo | None:
+        """The port of a value the host places: a chip's slice of a host input, or a host
+        input whole."""
+        if (shard := self.placed(g)) is not None:
+            sl = shard.slice
+            source = self.resolve(g[0], shard.source)[1]
+            name = self.input_name[self.program.inputs[source.index]]  # type: ignore[attr-defined]
+            return PortInfo(
+                "shard", name, sl.axis_index, tuple((int(a), int(s)) for a, s in sl.ranges)
+            )
+        if self.scope.is_source(g[1]) and g[0] is None:
+            return PortInfo("input", self.input_name[self.program.inputs[g[1].index]])  # type: ignore[attr-defined]
+        return None
+
+    def _code(self, fn: _Function, k: int) -> _Code:
+        """Part ``k`` of ``fn`` as a segment function, its ports as descriptors."""
+        part, scope, need = fn.parts[k], fn.scope, fn.needs[k]
+        b = SegmentBuilder()
+        args: list[tuple[Any, ...]] = []
+        shards: dict[tuple[Any, ...], SSAValue] = {}
+        for v, name in part.receives:
+            b.add_arg(v, PortInfo("receive", name))
+            args.append(("receive", name))
+        for v in need:
+            if v in b.mapping or fn.home.get(v) == k and scope.placed(v) is None:
+                continue
+            if (shard := scope.placed(v)) is not None:
+                sl = shard.slice
+                ranges = tuple((int(a), int(s)) for a, s in sl.ranges)
+                d = ("shard", shard.source.index, sl.axis_index, ranges)  # type: ignore[attr-defined]
+                if d in shards:
+                    b.mapping[v] = b.mapping[shard.result] = shards[d]
+                    continue
+                b.add_arg(v, PortInfo("shard"))
+                b.mapping[shard.result] = shards[d] = b.mapping[v]
+            elif isinstance(v, BlockArgument) and v.owner is fn.func.body.block:
+                d = ("arg", v.index)
+                b.add_arg(v, PortInfo("input"))
+            elif fn.home.get(v) is not None:
+                d = ("carry", v)
+                b.add_arg(v, PortInfo("carry"))
+            else:
+                continue
+            args.append(d)
+        for v in need:
+            if v not in b.mapping and is_constant(v.owner):  # type: ignore[arg-type]
+                b.clone_in(v.owner)  # type: ignore[arg-type]
+        for op in part.ops:
+            if not scope.loads(op):
+                b.clone_in(op)
+        results: list[tuple[Any, ...]] = [("send", name) for _, name in part.sends]
+        results += [("carry", v) for v in fn.carried[k]]
+        values = [b.result(v) for v in [*(v for v, _ in part.sends), *fn.carried[k]]]
+        b.emit(ReturnOp(*values))
+        name = self._fresh(symbol(f"{fn.func.sym_name.data}_part{k}"))
+        func = FuncOp(
+            name,
+            FunctionType.from_lists([a.type for a in b.block.args], [v.type for v in values]),
+            Region(b.block),
+        )
+        return _Code(func, args, results, PortFlags.of(func))
+
+    def _fresh(self, name: str) -> str:
+        base, n = name, 0
+        while name in self.taken:
+            n += 1
+            name = f"{base}_{n}"
+        self.taken.add(name)
+        return name
+
+    def segments(self) -> Iterator[tuple[FuncOp | None, dict[str, Any]]]:
+        """The chip's segments in the order it runs them: each a function (None: a call of
+        a function's part written before) and its manifest entry."""
+        units = self.units
+        starts: dict[CallOp, int] = {}
+        homes: dict[Global, int] = {}
+        for u, unit in enumerate(units):
+            if unit.call is None:
+                homes.update(((None, v), u) for v, _ in unit.part.receives)
+                for op in unit.part.ops:
+                    homes.update(((None, r), u) for r in op.results)
+                homes.update((g, u) for g in unit.produce)
+            elif unit.index == 0:
+                starts[unit.call] = u
+        carried: list[dict[Global, str]] = [{} for _ in units]  # what each unit hands on
+        for k, unit in enumerate(units):
+            for g in self._reads(unit):
+                j = self.home(g, homes, starts)
+                if j is not None and j < k and self.placed(g) is None:
+                    key = self.key(g)
+                    if units[j].call is None:
+                        carried[j][g] = key
+        kept = [  # a cut before a call with nothing to run or hand on runs nowhere
+            u
+            for u, unit in enumerate(units)
+            if unit.halt is not None
+            or unit.call is not None
+            or carried[u]
+            or any(not self.scope.loads(op) for op in unit.part.ops)
+        ]
+        names = self._names([units[u] for u in kept])
+        halt = 0
+        halts: list[int] = []  # the halt each unit's run arrives at
+        for u in reversed(kept):
+            halt = units[u].halt if units[u].halt is not None else halt  # type: ignore[assignment]
+            halts.append(halt)
+        halts.reverse()
+        for u, name, h in zip(kept, names, halts, strict=True):
+            unit = units[u]
+            self.runs.setdefault(h, []).append(name)
+            if unit.call is None:
+                yield self._piece(unit, u, h, name, carried[u], homes, starts)
+            else:
+                yield self._instance(unit, h, name, homes, starts)
+
+    def _reads(self, unit: _Unit) -> Iterator[Global]:
+        """What ``unit`` reads from elsewhere, as globals (a part's through its call: its
+        function's arguments it reads)."""
+        if unit.call is None:
+            for v in _needs(unit.part, self.scope):
+                yield self.resolve(None, v)
+            return
+        f = chip_function(unit.call)
+        assert f is not None
+        for d in self._code_of(unit).args:
+            if d[0] == "arg":
+                yield self.resolve(unit.call, f.body.block.args[d[1]])
+
+    def _code_of(self, unit: _Unit) -> _Code:
+        assert unit.call is not None
+        f = chip_function(unit.call)
+        assert f is not None
+        return self.functions[f].code[unit.index]
+
+    def _names(self, units: list[_Unit]) -> list[str]:
+        """Each unit's entry name: ``chip<c>_halt<h>``, with ``_<i>`` when the run of halt h
+        runs several units."""
+        out: list[str] = []
+        group: list[int] = []
+        for i, unit in enumerate(units):
+            group.append(i)
+            if unit.halt is None:
+                continue
+            base = f"chip{self.chip}_halt{unit.halt}"
+            if len(group) == 1:
+                out.append(self._fresh(base))
+            else:
+                out += [self._fresh(f"{base}_{n}") for n in range(len(group))]
+            group = []
+        assert not group, "a chip's units end at its end"
+        return out
+
+    def _piece(
+        self,
+        unit: _Unit,
+        k: int,
+        halt: int,
+        name: str,
+        carried: dict[Global, str],
+        homes: dict[Global, int],
+        starts: dict[CallOp, int],
+    ) -> tuple[FuncOp, dict[str, Any]]:
+        """A unit of the program's own ops as a segment function and its entry."""
+        part = unit.part
+        b = SegmentBuilder()
+        shards: dict[PortInfo, SSAValue] = {}
+        bound: dict[Global, SSAValue] = {}
+        for v, port_name in part.receives:
+            b.add_arg(v, PortInfo("receive", port_name))
+        need = _needs(part, self.scope)
+        for v in need:
+            g = self.resolve(None, v)
+            if v in b.mapping or self.home(g, homes, starts) == k and self.placed(g) is None:
+                continue
+            if g in bound:
+                b.mapping[v] = bound[g]
+                continue
+            port = self.host_port(g)
+            if port is not None and port.kind == "shard":
+                shard = self.placed(g)
+                assert shard is not None
+                if port in shards:  # one argument per slice, however many shards cut it
+                    b.mapping[v] = b.mapping[shard.result] = shards[port]
+                    continue
+                b.add_arg(v, port)
+                b.mapping[shard.result] = shards[port] = b.mapping[v]
+            elif port is not None:
+                b.add_arg(v, port)
+            elif self.home(g, homes, starts) is not None:
+                b.add_arg(v, PortInfo("carry", self.keys[g]))
+            else:
+                continue
+            bound[g] = b.mapping[v]
+        for v in need:  # constants last among the setup: cloned where the segment reads them
+            g = self.resolve(None, v)
+            if v not in b.mapping and is_constant(g[1].owner):  # type: ignore[arg-type]
+                if g[1] not in b.mapping:
+                    b.clone_in(g[1].owner)  # type: ignore[arg-type]
+                b.mapping[v] = b.mapping[g[1]]
+        for op in part.ops:
+            if not self.scope.loads(op):
+                b.clone_in(op)
+        for g in unit.produce:
+            if g in carried and g[1] not in b.mapping:
+                b.clone_in(g[1].owner)  # type: ignore[arg-type]
+        results = [(v, PortInfo("send", n)) for v, n in part.sends]
+        results += [(g[1], PortInfo("carry", key)) for g, key in carried.items()]
+        results += [(v, PortInfo("output", index=i)) for i, v in enumerate(part.outputs)]
+        values = [b.result(v) for v, _ in results]
+        b.emit(ReturnOp(*values))
+        func = FuncOp(
+            name,
+            FunctionType.from_lists([a.type for a in b.block.args], [v.type for v in values]),
+            Region(b.block),
+        )
+        arg_json, res_json = PortFlags.of(func).ports_json(b.args, [p for _, p in results])
+        entry = {
+            "function": name,
+            "chip": self.chip,
+            "halt": halt,
+            "arguments": arg_json,
+            "results": res_json,
+        }
+        return func, entry
+
+    def _instance(
+        self, unit: _Unit, halt: int, name: str, homes: dict[Global, int], starts: dict[CallOp, int]
+    ) -> tuple[FuncOp | None, dict[str, Any]]:
+        """Part ``unit.index`` of a function as ``unit.call`` runs it: its code (the function
+        the first call's entry brings) and the ports this call binds."""
+        call = unit.call
+        assert call is not None
+        code = self._code_of(unit)
+        f = chip_function(call)
+        assert f is not None
+        tag = tag_of(call)
+        args: list[PortInfo] = []
+        for d in code.args:
+            if d[0] == "receive":
+                args.append(PortInfo("receive", expanded_name(d[1], tag)))
+            elif d[0] == "carry":
+                args.append(PortInfo("carry", self.key((call, d[1]))))
+            elif d[0] == "shard":
+                source = self.resolve(call, f.body.block.args[d[1]])[1]
+                input_name = self.input_name[self.program.inputs[source.index]]  # type: ignore[attr-defined]
+                args.append(PortInfo("shard", input_name, d[2], d[3]))
+            else:
+                g = self.resolve(call, f.body.block.args[d[1]])
+                port = self.host_port(g)
+                if port is None:
+                    if self.home(g, homes, starts) is None:
+                        raise refuse(
+                            call,
+                            f"argument {d[1]} of @{f.sym_name.data} is neither a host input "
+                            f"nor computed by chip {self.chip}",
+                        )
+                    port = PortInfo("carry", self.key(g))
+                args.append(port)
+        results: list[PortInfo] = []
+        for d in code.results:
+            if d[0] == "send":
+                results.append(PortInfo("send", expanded_name(d[1], tag)))
+            else:
+                results.append(PortInfo("carry", self.key((call, d[1]))))
+        arg_json, res_json = code.flags.ports_json(args, results)
+        first, code.written = not code.written, True
+        entry = {
+            "function": name,
+            "code": code.func.sym_name.data,
+            "chip": self.chip,
+            "halt": halt,
+            "arguments": arg_json,
+            "results": res_json,
+        }
+        return (code.func if first else None), entry
