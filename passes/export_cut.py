@@ -130,6 +130,11 @@ class _Code:
     written: bool = False
     """Whether an entry has brought the function into the export already."""
 
+    def empty(self) -> bool:
+        """Whether the part does nothing: no ports, no op but its return."""
+        block = self.func.body.block
+        return not self.args and not self.results and block.first_op is block.last_op
+
 
 @dataclass
 class _Function:
@@ -275,7 +280,8 @@ class ChipCut:
                 raise refuse(
                     op,
                     f"chip {self.chip}'s program calls @{op.callee.string_value()}, which is "
-                    "not a per-chip function: a chip runs its program and per-chip functions",
+                    "not a per-chip function: only a per-chip function's calls are cut into "
+                    "segments",
                 )
             else:
                 current.ops.append(op)
@@ -416,11 +422,11 @@ class ChipCut:
                     key = self.key(g)
                     if units[j].call is None:
                         carried[j][g] = key
-        kept = [  # a cut before a call with nothing to run or hand on runs nowhere
+        kept = [  # a cut (before a call, after a return) with nothing to do runs nowhere
             u
             for u, unit in enumerate(units)
             if unit.halt is not None
-            or unit.call is not None
+            or (unit.call is not None and not self._code_of(unit).empty())
             or carried[u]
             or any(not self.scope.loads(op) for op in unit.part.ops)
         ]
