@@ -205,16 +205,23 @@ class ChipCut:
         self.taken = taken
         self.scope = _Scope(program.body.block, frozenset(range(len(program.inputs))))
         self.keys: dict[Global, str] = {}
+        self.callees: dict[Operation, FuncOp | None] = {}
         self.units = self._units()
         self.runs: dict[int, list[str]] = {}
         """The entries the relay's run of each halt runs, in order."""
+
+    def callee(self, op: Operation) -> FuncOp | None:
+        """The per-chip function ``op`` calls, if it is such a call (looked up once)."""
+        if op not in self.callees:
+            self.callees[op] = chip_function(op)
+        return self.callees[op]
 
     def _function(self, f: FuncOp) -> _Function:
         """``f`` cut into parts (once for every program calling it)."""
         if (known := self.functions.get(f)) is not None:
             return known
         block = self.program.body.block
-        calls = [op for op in block.ops if chip_function(op) is f]
+        calls = [op for op in block.ops if self.callee(op) is f]
         sources = frozenset(
             i
             for i in range(len(f.body.block.args))
@@ -260,7 +267,7 @@ class ChipCut:
                 current.outputs = list(op.values)
                 units.append(_Unit(current, last + 1))
                 current = _Part()
-            elif (f := chip_function(op)) is not None:
+            elif (f := self.callee(op)) is not None:
                 assert isinstance(op, CallOp)
                 before = _Unit(current, None)
                 for v in op.operands:  # a constant the function takes: computed before
@@ -292,14 +299,14 @@ class ChipCut:
         function's argument is what its call passes, a call's result what it returns."""
         while True:
             if call is not None:
-                f = chip_function(call)
+                f = self.callee(call)
                 assert f is not None
                 if isinstance(value, BlockArgument) and value.owner is f.body.block:
                     call, value = None, call.operands[value.index]
                     continue
                 return call, value
             owner = value.owner
-            if isinstance(owner, CallOp) and (f := chip_function(owner)) is not None:
+            if isinstance(owner, CallOp) and (f := self.callee(owner)) is not None:
                 ret = f.body.block.last_op
                 assert isinstance(ret, ReturnOp)
                 call, value = owner, ret.operands[value.index]  # type: ignore[attr-defined]
@@ -309,7 +316,7 @@ class ChipCut:
     def scope_of(self, call: CallOp | None) -> _Scope:
         if call is None:
             return self.scope
-        f = chip_function(call)
+        f = self.callee(call)
         assert f is not None
         return self.functions[f].scope
 
@@ -322,7 +329,7 @@ class ChipCut:
         call, value = g
         if call is None or g in homes:
             return homes.get(g)
-        f = chip_function(call)
+        f = self.callee(call)
         assert f is not None
         k = self.functions[f].home.get(value)
         return None if k is None else starts[call] + k
@@ -452,7 +459,7 @@ class ChipCut:
             for v in _needs(unit.part, self.scope):
                 yield self.resolve(None, v)
             return
-        f = chip_function(unit.call)
+        f = self.callee(unit.call)
         assert f is not None
         for d in self._code_of(unit).args:
             if d[0] == "arg":
@@ -460,7 +467,7 @@ class ChipCut:
 
     def _code_of(self, unit: _Unit) -> _Code:
         assert unit.call is not None
-        f = chip_function(unit.call)
+        f = self.callee(unit.call)
         assert f is not None
         return self.functions[f].code[unit.index]
 
@@ -563,7 +570,7 @@ class ChipCut:
         call = unit.call
         assert call is not None
         code = self._code_of(unit)
-        f = chip_function(call)
+        f = self.callee(call)
         assert f is not None
         tag = tag_of(call)
         args: list[PortInfo] = []
