@@ -22,7 +22,8 @@ from tp_dialect.frontend.models import unsharded_text
 from tp_dialect.passes.export import export_module, manifest_of
 from tp_dialect.passes.universe import lowered
 from tp_dialect.runtime.arrays import slice_of
-from tp_dialect.runtime.checkpoint import random_inputs, random_weights
+from tp_dialect.runtime.checkpoint import MemorySource, place_weights, random_inputs, random_weights
+from tp_dialect.runtime.iree_exec import ModuleCache, run_iree
 from tp_dialect.runtime.numpy_impls import LocatingInterpreter, NumpyFunctions
 from tp_dialect.runtime.reference import run_program
 from tp_dialect.runtime.segments import run_segments
@@ -138,3 +139,18 @@ def test_each_call_binds_its_own_layers_weights_and_buffers() -> None:
         {p["name"] for p in e["results"] if p["kind"] == "carry"} for e in first
     ]  # a carried value of one call is not another's
     assert not keys[0] & keys[1]
+
+
+def test_run_iree_on_an_outlined_program_equals_the_interpreter(tmp_path: Path) -> None:
+    module = _programs(2, 2, "fold")
+    weights, inputs = random_weights(module, 0), random_inputs(module, 1, 5)
+    placement = place_weights(module, MemorySource(weights), inputs)
+    run = run_iree(module, placement.values, placement.placed, ModuleCache(tmp_path))
+    exported, _ = _exported(module)
+    codes = [f for f in exported.ops if isinstance(f, FuncOp)]
+    assert run.distinct <= len(codes)  # each function compiled once, not once per call
+    want = run_program(module, {**weights, **inputs})
+    assert set(run.outputs) == set(want)
+    for name, value in want.items():
+        scale = float(np.max(np.abs(value)))
+        assert float(np.max(np.abs(run.outputs[name] - value))) <= 1e-5 * scale, name
