@@ -16,8 +16,11 @@ reference's order, so the sum is bitwise the interpreter's), a maxloc the pairwi
 
 The module's ``tp.export`` attribute (a JSON string, `MANIFEST`) says which segment runs
 when (the relay's steps, in rounds) and what each argument and result is. A program that
-calls per-chip functions (an outlined program) is refused (``not-exportable``): ``tp-inline``
-first gives its flat form. Linear in the programs' ops (each op is cloned once, each
+calls per-chip functions (an outlined program) is cut through its calls
+(`tp_dialect.passes.export_cut`): each function's parts are written once, and each call is
+an entry of its own whose ``code`` names the shared function (an entry without ``code``
+calls its ``function``); a run of one halt may then run several entries, in order. Linear
+in the programs' ops plus, per call, the ports it binds (each op is cloned once, each
 constant once per segment reading it).
 """
 
