@@ -57,7 +57,7 @@ from tp_dialect.passes.export_ops import (
     ports_json,
 )
 from tp_dialect.passes.preconditions import entry_of
-from tp_dialect.program_ops import ChipProgramOp, RelayOp
+from tp_dialect.program_ops import CHIP_FUNCTION, ChipProgramOp, RelayOp
 from tp_dialect.reject import TpReject
 from tp_dialect.signature import ports
 
@@ -170,8 +170,8 @@ def export_module(module: ModuleOp) -> None:
     module.body.block.insert_op_before(host, func)
     func.detach()
     func.erase(safe_erase=False)
-    for f in list(functions):  # their parts are segments now
-        f.detach()
+    for f in [op for op in module.ops if isinstance(op, FuncOp) and CHIP_FUNCTION in op.attributes]:
+        f.detach()  # per-chip functions: their parts are segments now (uncalled: nothing)
         f.erase(safe_erase=False)
     PatternRewriteWalker(DropChips()).rewrite_module(module)
     PatternRewriteWalker(Generalize(), apply_recursively=False).rewrite_module(module)

@@ -14,6 +14,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from ir_helpers import SETTINGS, apply, parse
+from test_storage_aliases import Outlined, outlined
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 from xdsl.interpreters.func import FuncFunctions
@@ -154,3 +157,20 @@ def test_run_iree_on_an_outlined_program_equals_the_interpreter(tmp_path: Path) 
     for name, value in want.items():
         scale = float(np.max(np.abs(value)))
         assert float(np.max(np.abs(run.outputs[name] - value))) <= 1e-5 * scale, name
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(case=outlined())
+def test_a_random_outlined_programs_export_computes_its_outputs(case: Outlined) -> None:
+    """Invariant: a random program as a per-chip function (its parameters sometimes handed
+    one caller value), lowered to per-chip programs and exported, computes under its
+    manifest what the source computes, bitwise (or is refused before, at the call)."""
+    assume(not case.refused())
+    source = parse(case.text())
+    want = run_program(source, case.prog.inputs)
+    module = parse(case.text())
+    apply(module, "tp-relocate,tp-transfers,tp-phase,tp-link-points,tp-relay")
+    got = _run_exported(module, case.prog.inputs)
+    assert set(got) == set(want)
+    for name, value in want.items():
+        np.testing.assert_array_equal(got[name], value, err_msg=name)
