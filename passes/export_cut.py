@@ -47,6 +47,7 @@ class _Scope:
     sources: frozenset[int]
 
     def is_source(self, value: SSAValue) -> bool:
+        """Whether ``value`` is an argument of the block the host places (or slices)."""
         return (
             isinstance(value, BlockArgument)
             and value.owner is self.block
@@ -314,6 +315,7 @@ class ChipCut:
             return None, value
 
     def scope_of(self, call: CallOp | None) -> _Scope:
+        """The scope of the program (``call`` None) or of the function ``call`` runs."""
         if call is None:
             return self.scope
         f = self.callee(call)
@@ -321,6 +323,7 @@ class ChipCut:
         return self.functions[f].scope
 
     def placed(self, g: Global) -> ShardOp | None:
+        """The ``tp.shard`` whose slice the host places as ``g``, if it is one."""
         return self.scope_of(g[0]).placed(g[1])
 
     def home(self, g: Global, homes: dict[Global, int], starts: dict[CallOp, int]) -> int | None:
@@ -335,6 +338,7 @@ class ChipCut:
         return None if k is None else starts[call] + k
 
     def key(self, g: Global) -> str:
+        """``g``'s carry key, unique on the chip (each call's values keyed apart)."""
         return self.keys.setdefault(g, f"c{self.chip}_{g[1].name_hint or 'v'}_{len(self.keys)}")
 
     def host_port(self, g: Global) -> PortInfo | None:
@@ -400,6 +404,7 @@ class ChipCut:
         return _Code(func, args, results, PortFlags.of(func))
 
     def _fresh(self, name: str) -> str:
+        """``name``, numbered on when a function of the module already has it."""
         base, n = name, 0
         while name in self.taken:
             n += 1
@@ -466,6 +471,7 @@ class ChipCut:
                 yield self.resolve(unit.call, f.body.block.args[d[1]])
 
     def _code_of(self, unit: _Unit) -> _Code:
+        """The code of the function's part a call's unit runs."""
         assert unit.call is not None
         f = self.callee(unit.call)
         assert f is not None
