@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import hf_models
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
@@ -24,6 +25,7 @@ from xdsl.interpreters.func import FuncFunctions
 from tp_dialect.frontend.models import unsharded_text
 from tp_dialect.passes.export import export_module, manifest_of
 from tp_dialect.passes.universe import lowered
+from tp_dialect.program_ops import CHIP_FUNCTION
 from tp_dialect.runtime.arrays import slice_of
 from tp_dialect.runtime.checkpoint import MemorySource, place_weights, random_inputs, random_weights
 from tp_dialect.runtime.iree_exec import ModuleCache, run_iree
@@ -172,5 +174,25 @@ def test_a_random_outlined_programs_export_computes_its_outputs(case: Outlined) 
     apply(module, "tp-relocate,tp-transfers,tp-phase,tp-link-points,tp-relay")
     got = _run_exported(module, case.prog.inputs)
     assert set(got) == set(want)
+    for name, value in want.items():
+        np.testing.assert_array_equal(got[name], value, err_msg=name)
+
+
+@pytest.mark.parametrize(("family", "step"), [("qwen3", "decode"), ("gpt2", "prefill")])
+def test_a_whole_models_outlined_step_exports_to_its_numbers(
+    tmp_path: Path, family: str, step: str
+) -> None:
+    """A Hugging Face model's step (embedding, layers called, vocab-parallel argmax), split
+    over 2 chips: its export gives the outlined programs' ids and logits bitwise."""
+    d = hf_models.write_model(tmp_path / family, family)
+    cmd = [str(BIN / "tp-gen"), "--from-pretrained", str(d), "--step", step, "--logits"]
+    cmd += ["--max-positions", "16"] + (["--prompt-len", "3"] if step == "prefill" else [])
+    text = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    module, _ = parse_module(tp_context(), text, "<tp-gen>")
+    module = lowered(module, "tp-split{plan=hf chips=2}," + PIPELINE.format("fold"))
+    assert any(CHIP_FUNCTION in f.attributes for f in module.ops if isinstance(f, FuncOp))
+    values = _values(module)
+    got, want = _run_exported(module, values), run_program(module, values)
+    assert set(got) == set(want) >= {"next_ids", "logits"}
     for name, value in want.items():
         np.testing.assert_array_equal(got[name], value, err_msg=name)
