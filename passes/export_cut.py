@@ -18,103 +18,31 @@ is computed, once. Linear in the program's ops plus, per call, the ports it bind
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from xdsl.dialects.builtin import FunctionType
 from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
-from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from tp_dialect.analysis.chip_calls import chip_function, expanded_name, program_links, tag_of
 from tp_dialect.analysis.touch import is_constant
-from tp_dialect.analysis.values import defined_within
-from tp_dialect.ops import SectionOp, ShardOp, YieldOp
-from tp_dialect.passes.export_ops import PortFlags, PortInfo, SegmentBuilder, refuse
+from tp_dialect.ops import ShardOp
+from tp_dialect.passes.export_ops import PortFlags, PortInfo, refuse
+from tp_dialect.passes.export_parts import (
+    Bind,
+    Part,
+    Scope,
+    function_parts,
+    part_homes,
+    reads_of,
+    symbol,
+    write,
+)
 from tp_dialect.program_ops import ChipProgramOp, FinishOp, LinkOp
 
 Global = tuple[CallOp | None, SSAValue]
 """A value as a chip computes it: ``(call, value)``, a function body's value in that call."""
-
-
-@dataclass(frozen=True)
-class _Scope:
-    """The block a unit's ops read from (a program's or a per-chip function's), and which of
-    its arguments a ``tp.shard`` in it cuts as a slice the host places (`sources`)."""
-
-    block: Block
-    sources: frozenset[int]
-
-    def is_source(self, value: SSAValue) -> bool:
-        """Whether ``value`` is an argument of the block the host places (or slices)."""
-        return (
-            isinstance(value, BlockArgument)
-            and value.owner is self.block
-            and value.index in self.sources
-        )
-
-    def placed(self, value: SSAValue) -> ShardOp | None:
-        """The ``tp.shard`` of a placed argument that ``value`` is (directly or as a
-        section's result yielding it): the slice the host loads onto the chip."""
-        owner = value.owner
-        if isinstance(owner, SectionOp):
-            last = owner.body.block.last_op
-            assert isinstance(last, YieldOp)
-            value = last.operands[value.index]  # type: ignore[attr-defined]
-            owner = value.owner
-        if isinstance(owner, ShardOp) and self.is_source(owner.source):
-            return owner
-        return None
-
-    def loads(self, op: Operation) -> bool:
-        """Whether ``op`` only loads placed slices (a section of ``tp.shard`` ops): the host
-        places them, so no segment runs it; the segments reading them take them as
-        arguments."""
-        if isinstance(op, ShardOp):
-            return self.is_source(op.source)
-        return isinstance(op, SectionOp) and all(self.placed(r) for r in op.results)
-
-    def free(self, op: Operation) -> Iterable[SSAValue]:
-        """The values ``op`` (with everything nested in it) reads from outside itself; a
-        ``tp.shard`` of a placed argument stands for its slice (the whole is not read)."""
-        for inner in op.walk():
-            if isinstance(inner, ShardOp) and self.is_source(inner.source):
-                yield inner.result
-                continue
-            for v in inner.operands:
-                if not defined_within(v, op):
-                    yield v
-
-
-@dataclass
-class _Part:
-    """Ops a chip runs between two cuts, and the cuts' links (names as written)."""
-
-    receives: list[tuple[SSAValue, str]] = field(default_factory=list)
-    ops: list[Operation] = field(default_factory=list)
-    sends: list[tuple[SSAValue, str]] = field(default_factory=list)
-    outputs: list[SSAValue] = field(default_factory=list)
-    link: LinkOp | None = None
-    """The link the part ends at (None: a function's last part, ending at its return)."""
-
-
-def _function_parts(f: FuncOp) -> list[_Part]:
-    """A per-chip function's body cut at its links (numbered 1..K by `program_links`)."""
-    parts: list[_Part] = []
-    current = _Part()
-    for op in f.body.block.ops:
-        if is_constant(op) or isinstance(op, ReturnOp):
-            continue
-        if isinstance(op, LinkOp):
-            current.sends = list(zip(op.sent, op.sends, strict=True))
-            current.link = op
-            parts.append(current)
-            current = _Part(list(zip(op.received, op.receives, strict=True)))
-        else:
-            current.ops.append(op)
-    parts.append(current)
-    return parts
 
 
 @dataclass
@@ -143,8 +71,8 @@ class _Function:
     hands on, and its parts' code (written once)."""
 
     func: FuncOp
-    scope: _Scope
-    parts: list[_Part]
+    scope: Scope
+    parts: list[Part]
     home: dict[SSAValue, int]
     needs: list[dict[SSAValue, None]]
     carried: list[dict[SSAValue, None]]
@@ -157,36 +85,12 @@ class _Unit:
     ``index`` of the function ``call`` runs; ``halt``: the halt it ends at (None: the next
     unit follows in the same run)."""
 
-    part: _Part
+    part: Part
     halt: int | None
     call: CallOp | None = None
     index: int = 0
     produce: list[Global] = field(default_factory=list)
     """Constants of the program a function's argument binds: this unit computes them."""
-
-
-def _needs(part: _Part, scope: _Scope) -> dict[SSAValue, None]:
-    need: dict[SSAValue, None] = {}
-    for op in part.ops:
-        if not scope.loads(op):
-            need.update((v, None) for v in scope.free(op))
-    need.update((v, None) for v, _ in part.sends)
-    need.update((v, None) for v in part.outputs)
-    return need
-
-
-def _homes(parts: list[_Part]) -> dict[SSAValue, int]:
-    home: dict[SSAValue, int] = {}  # the part computing (or receiving) each value
-    for k, part in enumerate(parts):
-        home.update((v, k) for v, _ in part.receives)
-        for op in part.ops:
-            home.update((r, k) for r in op.results)
-    return home
-
-
-def symbol(text: str) -> str:
-    """``text`` as a function name every consumer accepts (IREE's names take no dots)."""
-    return re.sub(r"[^A-Za-z0-9_]", "_", text)
 
 
 class ChipCut:
@@ -204,7 +108,7 @@ class ChipCut:
         self.input_name = input_name
         self.functions = functions
         self.taken = taken
-        self.scope = _Scope(program.body.block, frozenset(range(len(program.inputs))))
+        self.scope = Scope(program.body.block, frozenset(range(len(program.inputs))))
         self.keys: dict[Global, str] = {}
         self.callees: dict[Operation, FuncOp | None] = {}
         self.units = self._units()
@@ -228,10 +132,10 @@ class ChipCut:
             for i in range(len(f.body.block.args))
             if all(self.scope.is_source(self.resolve(c, f.body.block.args[i])[1]) for c in calls)
         )  # a shard cuts a placed slice only where every call passes a host input
-        scope = _Scope(f.body.block, sources)
-        parts = _function_parts(f)
-        home = _homes(parts)
-        needs = [_needs(p, scope) for p in parts]
+        scope = Scope(f.body.block, sources)
+        parts = function_parts(f)
+        home = part_homes(parts)
+        needs = [reads_of(p, scope) for p in parts]
         carried: list[dict[SSAValue, None]] = [{} for _ in parts]
         ret = f.body.block.last_op
         assert isinstance(ret, ReturnOp)
@@ -249,7 +153,7 @@ class ChipCut:
         """The program's units in the order the chip runs them."""
         halts = iter(program_links(self.program))
         units: list[_Unit] = []
-        current = _Part()
+        current = Part()
         last = 0
         produced: set[Global] = set()
         for op in self.program.body.block.ops:
@@ -263,11 +167,11 @@ class ChipCut:
                 last = next(halts).halt
                 current.sends = list(zip(op.sent, op.sends, strict=True))
                 units.append(_Unit(current, last))
-                current = _Part(list(zip(op.received, op.receives, strict=True)))
+                current = Part(list(zip(op.received, op.receives, strict=True)))
             elif isinstance(op, FinishOp):
                 current.outputs = list(op.values)
                 units.append(_Unit(current, last + 1))
-                current = _Part()
+                current = Part()
             elif (f := self.callee(op)) is not None:
                 assert isinstance(op, CallOp)
                 before = _Unit(current, None)
@@ -283,7 +187,7 @@ class ChipCut:
                     if part.link is not None:
                         last = next(halts).halt
                     units.append(_Unit(part, last if part.link else None, op, k))
-                current = _Part()
+                current = Part()
             elif isinstance(op, CallOp):
                 raise refuse(
                     op,
@@ -314,7 +218,7 @@ class ChipCut:
                 continue
             return None, value
 
-    def scope_of(self, call: CallOp | None) -> _Scope:
+    def scope_of(self, call: CallOp | None) -> Scope:
         """The scope of the program (``call`` None) or of the function ``call`` runs."""
         if call is None:
             return self.scope
@@ -356,52 +260,31 @@ class ChipCut:
         return None
 
     def _code(self, fn: _Function, k: int) -> _Code:
-        """Part ``k`` of ``fn`` as a segment function, its ports as descriptors."""
-        part, scope, need = fn.parts[k], fn.scope, fn.needs[k]
-        b = SegmentBuilder()
-        args: list[tuple[Any, ...]] = []
-        shards: dict[tuple[Any, ...], SSAValue] = {}
-        for v, name in part.receives:
-            b.add_arg(v, PortInfo("receive", name))
-            args.append(("receive", name))
-        for v in need:
-            if v in b.mapping or fn.home.get(v) == k and scope.placed(v) is None:
-                continue
+        """Part ``k`` of ``fn`` as a segment function, what each port stands for to be bound
+        per call: ``("receive"|"send", name)``, ``("arg", i)``, ``("shard", i, axis,
+        ranges)``, ``("carry", value)``."""
+        part, scope = fn.parts[k], fn.scope
+
+        def bind(v: SSAValue) -> Bind | None:
+            if fn.home.get(v) == k and scope.placed(v) is None:
+                return None
             if (shard := scope.placed(v)) is not None:
                 sl = shard.slice
                 ranges = tuple((int(a), int(s)) for a, s in sl.ranges)
-                d = ("shard", shard.source.index, sl.axis_index, ranges)  # type: ignore[attr-defined]
-                if d in shards:
-                    b.mapping[v] = b.mapping[shard.result] = shards[d]
-                    continue
-                b.add_arg(v, PortInfo("shard"))
-                b.mapping[shard.result] = shards[d] = b.mapping[v]
-            elif isinstance(v, BlockArgument) and v.owner is fn.func.body.block:
-                d = ("arg", v.index)
-                b.add_arg(v, PortInfo("input"))
-            elif fn.home.get(v) is not None:
-                d = ("carry", v)
-                b.add_arg(v, PortInfo("carry"))
-            else:
-                continue
-            args.append(d)
-        for v in need:
-            if v not in b.mapping and is_constant(v.owner):  # type: ignore[arg-type]
-                b.clone_in(v.owner)  # type: ignore[arg-type]
-        for op in part.ops:
-            if not scope.loads(op):
-                b.clone_in(op)
-        results: list[tuple[Any, ...]] = [("send", name) for _, name in part.sends]
-        results += [("carry", v) for v in fn.carried[k]]
-        values = [b.result(v) for v in [*(v for v, _ in part.sends), *fn.carried[k]]]
-        b.emit(ReturnOp(*values))
+                d: tuple[Any, ...] = ("shard", shard.source.index, sl.axis_index, ranges)  # type: ignore[attr-defined]
+                return d, d, shard
+            if isinstance(v, BlockArgument) and v.owner is fn.func.body.block:
+                return ("arg", v.index), ("arg", v.index), None
+            if fn.home.get(v) is not None:
+                return ("carry", v), ("carry", v), None
+            return None
+
+        results: list[tuple[SSAValue, Any]] = [(v, ("send", n)) for v, n in part.sends]
+        results += [(v, ("carry", v)) for v in fn.carried[k]]
         name = self._fresh(symbol(f"{fn.func.sym_name.data}_part{k}"))
-        func = FuncOp(
-            name,
-            FunctionType.from_lists([a.type for a in b.block.args], [v.type for v in values]),
-            Region(b.block),
-        )
-        return _Code(func, args, results, PortFlags.of(func))
+        func, args = write(name, part, scope, bind, results)
+        args = [("receive", p.name) if isinstance(p, PortInfo) else p for p in args]
+        return _Code(func, args, [d for _, d in results], PortFlags.of(func))
 
     def _fresh(self, name: str) -> str:
         """``name``, numbered on when a function of the module already has it."""
@@ -461,7 +344,7 @@ class ChipCut:
         """What ``unit`` reads from elsewhere, as globals (a part's through its call: its
         function's arguments it reads)."""
         if unit.call is None:
-            for v in _needs(unit.part, self.scope):
+            for v in reads_of(unit.part, self.scope):
                 yield self.resolve(None, v)
             return
         f = self.callee(unit.call)
@@ -507,58 +390,33 @@ class ChipCut:
     ) -> tuple[FuncOp, dict[str, Any]]:
         """A unit of the program's own ops as a segment function and its entry."""
         part = unit.part
-        b = SegmentBuilder()
-        shards: dict[PortInfo, SSAValue] = {}
-        bound: dict[Global, SSAValue] = {}
-        for v, port_name in part.receives:
-            b.add_arg(v, PortInfo("receive", port_name))
-        need = _needs(part, self.scope)
-        for v in need:
+
+        def bind(v: SSAValue) -> Bind | None:
             g = self.resolve(None, v)
-            if v in b.mapping or self.home(g, homes, starts) == k and self.placed(g) is None:
-                continue
-            if g in bound:
-                b.mapping[v] = bound[g]
-                continue
+            if self.home(g, homes, starts) == k and self.placed(g) is None:
+                return None
             port = self.host_port(g)
             if port is not None and port.kind == "shard":
-                shard = self.placed(g)
-                assert shard is not None
-                if port in shards:  # one argument per slice, however many shards cut it
-                    b.mapping[v] = b.mapping[shard.result] = shards[port]
-                    continue
-                b.add_arg(v, port)
-                b.mapping[shard.result] = shards[port] = b.mapping[v]
-            elif port is not None:
-                b.add_arg(v, port)
-            elif self.home(g, homes, starts) is not None:
-                b.add_arg(v, PortInfo("carry", self.keys[g]))
-            else:
-                continue
-            bound[g] = b.mapping[v]
-        for v in need:  # constants last among the setup: cloned where the segment reads them
-            g = self.resolve(None, v)
-            if v not in b.mapping and is_constant(g[1].owner):  # type: ignore[arg-type]
-                if g[1] not in b.mapping:
-                    b.clone_in(g[1].owner)  # type: ignore[arg-type]
-                b.mapping[v] = b.mapping[g[1]]
-        for op in part.ops:
-            if not self.scope.loads(op):
-                b.clone_in(op)
-        for g in unit.produce:
-            if g in carried and g[1] not in b.mapping:
-                b.clone_in(g[1].owner)  # type: ignore[arg-type]
+                return port, port, self.placed(g)
+            if port is not None:
+                return g, port, None
+            if self.home(g, homes, starts) is not None:
+                return g, PortInfo("carry", self.keys[g]), None
+            return None
+
         results = [(v, PortInfo("send", n)) for v, n in part.sends]
         results += [(g[1], PortInfo("carry", key)) for g, key in carried.items()]
         results += [(v, PortInfo("output", index=i)) for i, v in enumerate(part.outputs)]
-        values = [b.result(v) for v, _ in results]
-        b.emit(ReturnOp(*values))
-        func = FuncOp(
+        func, args = write(
             name,
-            FunctionType.from_lists([a.type for a in b.block.args], [v.type for v in values]),
-            Region(b.block),
+            part,
+            self.scope,
+            bind,
+            results,
+            lambda v: self.resolve(None, v)[1],
+            [g[1] for g in unit.produce if g in carried],
         )
-        arg_json, res_json = PortFlags.of(func).ports_json(b.args, [p for _, p in results])
+        arg_json, res_json = PortFlags.of(func).ports_json(args, [p for _, p in results])
         entry = {
             "function": name,
             "chip": self.chip,

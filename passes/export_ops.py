@@ -80,9 +80,10 @@ class SegmentBuilder:
     def __init__(self) -> None:
         self.block = Block()
         self.mapping: dict[SSAValue, SSAValue] = {}
-        self.args: list[PortInfo] = []
+        self.args: list[Any] = []
+        """What each argument stands for (a `PortInfo`, or what a call binds it to)."""
 
-    def add_arg(self, value: SSAValue, port: PortInfo) -> None:
+    def add_arg(self, value: SSAValue, port: Any) -> None:
         arg = self.block.insert_arg(port_type(value.type), len(self.block.args))
         arg.name_hint = value.name_hint
         self.args.append(port)

@@ -1,7 +1,10 @@
 """tp-export of outlined programs: each per-chip function's parts exported once, each call an
 entry of its own. The reference interpreter running the exported functions under the
 manifest (`run_segments`) must give bitwise what it gives on the outlined program itself and
-on its flat form (tp-inline), and the unsharded program's outputs to f32 rounding."""
+on its flat form (tp-inline), and the unsharded program's outputs to f32 rounding: tiny
+qwen3 at N = 1, 2, 4 under every all-reduce algorithm, random outlined programs (their
+parameters sometimes handed one caller value), whole models' steps; and IREE running the
+export (`run_iree`) gives the interpreter's outputs within 1e-5 relative."""
 
 from __future__ import annotations
 
