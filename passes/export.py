@@ -16,16 +16,18 @@ reference's order, so the sum is bitwise the interpreter's), a maxloc the pairwi
 
 The module's ``tp.export`` attribute (a JSON string, `MANIFEST`) says which segment runs
 when (the relay's steps, in rounds) and what each argument and result is. A program that
-calls per-chip functions (an outlined program) is refused (``not-exportable``): ``tp-inline``
-first gives its flat form. Linear in the programs' ops (each op is cloned once, each
+calls per-chip functions (an outlined program) is cut through its calls
+(`tp_dialect.passes.export_cut`): each function's parts are written once, and each call is
+an entry of its own whose ``code`` names the shared function (an entry without ``code``
+calls its ``function``); a run of one halt may then run several entries, in order. Linear
+in the programs' ops plus, per call, the ports it binds (each op is cloned once, each
 constant once per segment reading it).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from xdsl.context import Context
@@ -36,193 +38,31 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
 )
-from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
-from xdsl.ir import BlockArgument, Operation, Region, SSAValue
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriteWalker
 
 from tp_dialect.analysis.programs import check_programs, programs, relay_steps
 from tp_dialect.analysis.relay import Copy
 from tp_dialect.analysis.touch import is_constant
-from tp_dialect.analysis.values import defined_within
 from tp_dialect.certificate import CERTIFICATE_ATTR
-from tp_dialect.ops import SectionOp, ShardOp, UnshardOp, YieldOp
+from tp_dialect.ops import UnshardOp
+from tp_dialect.passes.export_cut import ChipCut
 from tp_dialect.passes.export_ops import (
     DropChips,
     Generalize,
     PortInfo,
     SegmentBuilder,
     ports_json,
-    refuse,
 )
 from tp_dialect.passes.preconditions import entry_of
-from tp_dialect.program_ops import CHIP_FUNCTION, ChipProgramOp, FinishOp, LinkOp, RelayOp
+from tp_dialect.program_ops import CHIP_FUNCTION, ChipProgramOp, RelayOp
 from tp_dialect.reject import TpReject
 from tp_dialect.signature import ports
 
 MANIFEST = "tp.export"
 """The module attribute holding the export's manifest (JSON): segments, ports, relay."""
-
-
-@dataclass
-class _Part:
-    """The top-level ops a chip runs between two halts, and the halts' links."""
-
-    receives: list[tuple[SSAValue, str]] = field(default_factory=list)
-    ops: list[Operation] = field(default_factory=list)
-    sends: list[tuple[SSAValue, str]] = field(default_factory=list)
-    outputs: list[SSAValue] = field(default_factory=list)
-    halt: int = 0
-
-
-def _parts(program: ChipProgramOp) -> list[_Part]:
-    """``program`` cut at its links: one part per halt it arrives at (its end included)."""
-    parts: list[_Part] = []
-    current = _Part()
-    for op in program.body.block.ops:
-        if is_constant(op):
-            continue  # cloned into every segment reading it
-        if isinstance(op, LinkOp):
-            if op.halt == 0:  # the start: what the host places before the chip runs
-                current.receives = list(zip(op.received, op.receives, strict=True))
-                continue
-            current.sends = list(zip(op.sent, op.sends, strict=True))
-            current.halt = op.halt
-            parts.append(current)
-            current = _Part(list(zip(op.received, op.receives, strict=True)))
-        elif isinstance(op, FinishOp):
-            current.outputs = list(op.values)
-            current.halt = (parts[-1].halt if parts else 0) + 1
-            parts.append(current)
-        elif isinstance(op, CallOp):
-            raise refuse(
-                op,
-                f"chip {program.chip_index}'s program calls @{op.callee.string_value()} (an "
-                "outlined program): run tp-inline first for its flat form",
-            )
-        else:
-            current.ops.append(op)
-    return parts
-
-
-def _placed(value: SSAValue, program: ChipProgramOp) -> ShardOp | None:
-    """The ``tp.shard`` of a host input that ``value`` is (directly or as a section's
-    result yielding it): the slice the host loads onto the chip."""
-    owner = value.owner
-    if isinstance(owner, SectionOp):
-        last = owner.body.block.last_op
-        assert isinstance(last, YieldOp)
-        value = last.operands[value.index]  # type: ignore[attr-defined]
-        owner = value.owner
-    if isinstance(owner, ShardOp) and _is_input(owner.source, program):
-        return owner
-    return None
-
-
-def _loads(op: Operation, program: ChipProgramOp) -> bool:
-    """Whether ``op`` only loads slices of host inputs (a section of ``tp.shard`` ops): the
-    host places them, so no segment runs it; the segments reading them take them as
-    arguments."""
-    if isinstance(op, ShardOp):
-        return _is_input(op.source, program)
-    return isinstance(op, SectionOp) and all(_placed(r, program) for r in op.results)
-
-
-def _is_input(value: SSAValue, program: ChipProgramOp) -> bool:
-    return isinstance(value, BlockArgument) and value.owner is program.body.block
-
-
-def _free(op: Operation, program: ChipProgramOp) -> Iterable[SSAValue]:
-    """The values ``op`` (with everything nested in it) reads from outside itself; a
-    ``tp.shard`` of a host input stands for its slice (the whole input is not read)."""
-    for inner in op.walk():
-        if isinstance(inner, ShardOp) and _is_input(inner.source, program):
-            yield inner.result
-            continue
-        for v in inner.operands:
-            if not defined_within(v, op):
-                yield v
-
-
-def _segments(
-    program: ChipProgramOp, input_name: dict[SSAValue, str]
-) -> list[tuple[FuncOp, dict[str, Any]]]:
-    """``program``'s segments, each a function and its manifest entry."""
-    chip = program.chip_index
-    parts = _parts(program)
-    home: dict[SSAValue, int] = {}  # the part computing (or receiving) each value
-    for k, part in enumerate(parts):
-        home.update((v, k) for v, _ in part.receives)
-        for op in part.ops:
-            home.update((r, k) for r in op.results)
-    needs: list[dict[SSAValue, None]] = []
-    for part in parts:
-        need: dict[SSAValue, None] = {}
-        for op in part.ops:
-            if not _loads(op, program):
-                need.update((v, None) for v in _free(op, program))
-        need.update((v, None) for v, _ in part.sends)
-        need.update((v, None) for v in part.outputs)
-        needs.append(need)
-    carried: list[dict[SSAValue, str]] = [{} for _ in parts]  # what each part hands on
-    keys: dict[SSAValue, str] = {}
-    for k, need in enumerate(needs):
-        for v in need:
-            j = home.get(v)
-            if j is not None and j < k and _placed(v, program) is None:
-                key = keys.setdefault(v, f"c{chip}_{v.name_hint or 'v'}_{len(keys)}")
-                carried[j][v] = key
-    out: list[tuple[FuncOp, dict[str, Any]]] = []
-    for k, (part, need) in enumerate(zip(parts, needs, strict=True)):
-        b = SegmentBuilder()
-        shards: dict[PortInfo, SSAValue] = {}
-        for v, name in part.receives:
-            b.add_arg(v, PortInfo("receive", name))
-        for v in need:
-            if v in b.mapping or home.get(v) == k and _placed(v, program) is None:
-                continue
-            if (shard := _placed(v, program)) is not None:
-                sl = shard.slice
-                port = PortInfo(
-                    "shard", input_name[program.inputs[shard.source.index]],  # type: ignore[attr-defined]
-                    sl.axis_index, tuple((int(a), int(s)) for a, s in sl.ranges),
-                )  # fmt: skip
-                if port in shards:  # one argument per slice, however many shards cut it
-                    b.mapping[v] = b.mapping[shard.result] = shards[port]
-                    continue
-                b.add_arg(v, port)
-                b.mapping[shard.result] = shards[port] = b.mapping[v]
-            elif _is_input(v, program):
-                b.add_arg(v, PortInfo("input", input_name[program.inputs[v.index]]))  # type: ignore[attr-defined]
-            elif home.get(v) is not None:
-                b.add_arg(v, PortInfo("carry", keys[v]))
-        for v in need:  # constants last among the setup: cloned where the segment reads them
-            if v not in b.mapping and is_constant(v.owner):  # type: ignore[arg-type]
-                b.clone_in(v.owner)  # type: ignore[arg-type]
-        for op in part.ops:
-            if not _loads(op, program):
-                b.clone_in(op)
-        results = [(v, PortInfo("send", name)) for v, name in part.sends]
-        results += [(v, PortInfo("carry", key)) for v, key in carried[k].items()]
-        results += [(v, PortInfo("output", index=i)) for i, v in enumerate(part.outputs)]
-        values = [b.result(v) for v, _ in results]
-        b.emit(ReturnOp(*values))
-        name = f"chip{chip}_halt{part.halt}"
-        func = FuncOp(
-            name,
-            FunctionType.from_lists([a.type for a in b.block.args], [v.type for v in values]),
-            Region(b.block),
-        )
-        arg_json, res_json = ports_json(func, b.args, [p for _, p in results])
-        entry = {
-            "function": name,
-            "chip": chip,
-            "halt": part.halt,
-            "arguments": arg_json,
-            "results": res_json,
-        }
-        out.append((func, entry))
-    return out
 
 
 def _host(
@@ -290,13 +130,14 @@ def _host(
     return host, entry
 
 
-def _relay_json(func: FuncOp) -> list[dict[str, Any]]:
+def _relay_json(func: FuncOp, runs: dict[int, dict[int, list[str]]]) -> list[dict[str, Any]]:
+    """The relay's steps, a run of chip c to halt h as one step per entry it runs."""
     steps = []
     for s in relay_steps(func):
         if isinstance(s, Copy):
             steps.append({"round": s.round, "copy": s.tensor, "from": s.src, "to": s.dst})
         else:
-            steps.append({"round": s.round, "run": f"chip{s.chip}_halt{s.halt}"})
+            steps += [{"round": s.round, "run": name} for name in runs[s.chip][s.halt]]
     return steps
 
 
@@ -309,29 +150,29 @@ def export_module(module: ModuleOp) -> None:
         raise TpReject.NOT_SECTIONED.at(
             func, f"@{func.sym_name.data} has no per-chip programs: run tp-link-points first"
         )
-    for op in module.ops:
-        if isinstance(op, FuncOp) and CHIP_FUNCTION in op.attributes:
-            raise refuse(
-                op,
-                f"@{op.sym_name.data} is a per-chip function (an outlined program): run "
-                "tp-inline first for its flat form",
-            )
     check_programs(func)
     ins, _ = ports(func)
     input_name = {a: port.name for a, port in zip(func.body.block.args, ins, strict=True)}
-    segments = [s for p in progs for s in _segments(p, input_name)]
+    taken = {op.sym_name.data for op in module.ops if isinstance(op, FuncOp)}
+    functions: dict[FuncOp, Any] = {}
+    chips = [ChipCut(p, input_name, functions, taken) for p in progs]
+    segments = [s for chip in chips for s in chip.segments()]
     host, host_entry = _host(func, progs, input_name)
     manifest = {
         "chips": len(progs),
         "segments": [entry for _, entry in segments],
-        "relay": _relay_json(func),
+        "relay": _relay_json(func, {chip.chip: chip.runs for chip in chips}),
         "host": host_entry,
     }
     for f, _ in segments:
-        module.body.block.insert_op_before(f, func)
+        if f is not None:
+            module.body.block.insert_op_before(f, func)
     module.body.block.insert_op_before(host, func)
     func.detach()
     func.erase(safe_erase=False)
+    for f in [op for op in module.ops if isinstance(op, FuncOp) and CHIP_FUNCTION in op.attributes]:
+        f.detach()  # per-chip functions: their parts are segments now (uncalled: nothing)
+        f.erase(safe_erase=False)
     PatternRewriteWalker(DropChips()).rewrite_module(module)
     PatternRewriteWalker(Generalize(), apply_recursively=False).rewrite_module(module)
     for f in module.ops:  # signatures as the converted blocks have them

@@ -80,9 +80,10 @@ class SegmentBuilder:
     def __init__(self) -> None:
         self.block = Block()
         self.mapping: dict[SSAValue, SSAValue] = {}
-        self.args: list[PortInfo] = []
+        self.args: list[Any] = []
+        """What each argument stands for (a `PortInfo`, or what a call binds it to)."""
 
-    def add_arg(self, value: SSAValue, port: PortInfo) -> None:
+    def add_arg(self, value: SSAValue, port: Any) -> None:
         arg = self.block.insert_arg(port_type(value.type), len(self.block.args))
         arg.name_hint = value.name_hint
         self.args.append(port)
@@ -235,23 +236,49 @@ def written(arg: SSAValue) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class PortFlags:
+    """What a segment's code says of its ports, whatever they stand for: which arguments
+    IREE may write (`written`), and which results are an argument returned unchanged."""
+
+    written: tuple[bool, ...]
+    same: tuple[int | None, ...]
+
+    @staticmethod
+    def of(func: FuncOp) -> PortFlags:
+        """``func``'s flags (one walk of its arguments' uses)."""
+        block = func.body.block
+        ret = block.last_op
+        assert ret is not None
+        return PortFlags(
+            tuple(written(a) for a in block.args),
+            tuple(
+                v.index if isinstance(v, BlockArgument) and v.owner is block else None
+                for v in ret.operands
+            ),
+        )
+
+    def ports_json(
+        self, args: list[PortInfo], results: list[PortInfo]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The manifest's ports: an argument IREE may write is marked ``written``, a result
+        that is an argument returned unchanged names it (``argument``)."""
+        arg_json = [
+            {**p.to_json(), **({"written": True} if w else {})}
+            for p, w in zip(args, self.written, strict=True)
+        ]
+        res_json = [
+            {**p.to_json(), **({"argument": same} if same is not None else {})}
+            for p, same in zip(results, self.same, strict=True)
+        ]
+        return arg_json, res_json
+
+
 def ports_json(
     func: FuncOp, args: list[PortInfo], results: list[PortInfo]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The manifest's ports of ``func``: an argument IREE may write is marked ``written``,
-    a result that is an argument returned unchanged names it (``argument``)."""
-    block = func.body.block
-    ret = block.last_op
-    assert ret is not None
-    arg_json = [
-        {**p.to_json(), **({"written": True} if written(a) else {})}
-        for p, a in zip(args, block.args, strict=True)
-    ]
-    res_json = []
-    for p, v in zip(results, ret.operands, strict=True):
-        same = v.index if isinstance(v, BlockArgument) and v.owner is block else None
-        res_json.append({**p.to_json(), **({"argument": same} if same is not None else {})})
-    return arg_json, res_json
+    """The manifest's ports of ``func`` (`PortFlags.ports_json`)."""
+    return PortFlags.of(func).ports_json(args, results)
 
 
 class DropChips(TypeConversionPattern):

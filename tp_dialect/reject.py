@@ -69,8 +69,8 @@ class TpReject(Enum):
     """A lowered call hands one storage to two parameters of a callee that writes one of them
     in place: the callee's statements, ordered once for every call, take them for two."""
     NOT_EXPORTABLE = "not-exportable"
-    """tp-export: a per-chip program it cannot write as plain MLIR (one calling per-chip
-    functions, or a tp op with no plain form)."""
+    """tp-export: a per-chip program it cannot write as plain MLIR (one calling a function
+    that is not a per-chip function, or a tp op with no plain form)."""
     DEADLOCK = "deadlock"
     """The relay: no chip can move before all have finished; each chip's halt is named."""
 

@@ -211,21 +211,155 @@ builtin.module attributes {tp.chips = 1 : i64} {
 
 // -----
 
-// An outlined program's per-chip functions are refused: tp-inline gives its flat form.
-// CHECK-LABEL: error: tp-export: @layer.chip0 is a per-chip function (an outlined program): run tp-inline first for its flat form [not-exportable]
-builtin.module attributes {tp.chips = 1 : i64} {
-  // expected-error @+1 {{tp-export: @layer.chip0 is a per-chip function (an outlined program): run tp-inline first for its flat form [not-exportable]}}
-  func.func private @layer.chip0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {tp.chip = 0 : i64} {
-    %s = tp.section "l_s" on [0] {
-      %0 = arith.addf %x, %x : tensor<4xf32>
-      tp.yield %0 : tensor<4xf32>
+// An outlined program (per-chip functions called per layer, after tp-link-points and
+// tp-relay): each function's body is cut at its links once (@layer_chip<c>_part<k>, whatever
+// the number of calls); the program's own ops are cut at its links and at its calls. The
+// manifest has one entry per call and part: "function" is its own name (what the relay runs),
+// "code" the function it calls, with that call's ports: its layer's weight slice (w.0, then
+// w.1), its buffers named by its tag (l0_p, l1_p), its carried values keyed per call. A run of
+// one halt may run several entries in order (chip0_halt1_0, then chip0_halt1_1: the program's
+// x2, then the first call's part 0). A part doing nothing (after a function's last link) is
+// no entry; the program's last stretch stays one even when empty (chip1_halt3_1).
+// CHECK-LABEL: builtin.module attributes {tp.chips = 2 : i64, tp.export = "{\22chips\22:2,\22segments\22:[
+// CHECK-SAME: {\22function\22:\22chip0_halt1_0\22,\22chip\22:0,\22halt\22:1,\22arguments\22:[{\22kind\22:\22input\22,\22name\22:\22x\22}],\22results\22:[{\22kind\22:\22carry\22,\22name\22:\22c0_x2_0\22}]},
+// CHECK-SAME: {\22function\22:\22chip0_halt1_1\22,\22code\22:\22layer_chip0_part0\22,\22chip\22:0,\22halt\22:1,\22arguments\22:[{\22kind\22:\22shard\22,\22name\22:\22w.0\22,\22axis\22:0,\22ranges\22:[[0,4]]},{\22kind\22:\22carry\22,\22name\22:\22c0_x2_0\22}],\22results\22:[{\22kind\22:\22carry\22,\22name\22:\22c0_a_3\22}]},
+// CHECK-SAME: {\22function\22:\22chip0_halt2\22,\22code\22:\22layer_chip0_part1\22,\22chip\22:0,\22halt\22:2,\22arguments\22:[{\22kind\22:\22receive\22,\22name\22:\22l0_p\22},{\22kind\22:\22carry\22,\22name\22:\22c0_a_3\22}],\22results\22:[{\22kind\22:\22send\22,\22name\22:\22l0_s\22},{\22kind\22:\22carry\22,\22name\22:\22c0_s_1\22}]},
+// CHECK-SAME: {\22function\22:\22chip0_halt3\22,\22code\22:\22layer_chip0_part0\22,\22chip\22:0,\22halt\22:3,\22arguments\22:[{\22kind\22:\22shard\22,\22name\22:\22w.1\22,\22axis\22:0,\22ranges\22:[[0,4]]},{\22kind\22:\22carry\22,\22name\22:\22c0_s_1\22}],\22results\22:[{\22kind\22:\22carry\22,\22name\22:\22c0_a_4\22}]},
+// CHECK-SAME: {\22function\22:\22chip0_halt4\22,\22code\22:\22layer_chip0_part1\22,\22chip\22:0,\22halt\22:4,\22arguments\22:[{\22kind\22:\22receive\22,\22name\22:\22l1_p\22},{\22kind\22:\22carry\22,\22name\22:\22c0_a_4\22}],\22results\22:[{\22kind\22:\22send\22,\22name\22:\22l1_s\22},{\22kind\22:\22carry\22,\22name\22:\22c0_s_2\22}]},
+// CHECK-SAME: {\22function\22:\22chip0_halt5\22,\22chip\22:0,\22halt\22:5,\22arguments\22:[{\22kind\22:\22carry\22,\22name\22:\22c0_s_2\22}],\22results\22:[{\22kind\22:\22output\22,\22index\22:0,\22argument\22:0}]},
+// CHECK-SAME: {\22function\22:\22chip1_halt1_0\22,\22chip\22:1,\22halt\22:1,\22arguments\22:[{\22kind\22:\22input\22,\22name\22:\22x\22}],\22results\22:[{\22kind\22:\22carry\22,\22name\22:\22c1_x3_0\22}]},
+// CHECK-SAME: {\22function\22:\22chip1_halt1_1\22,\22code\22:\22layer_chip1_part0\22,\22chip\22:1,\22halt\22:1,\22arguments\22:[{\22kind\22:\22shard\22,\22name\22:\22w.0\22,\22axis\22:0,\22ranges\22:[[4,4]]},{\22kind\22:\22carry\22,\22name\22:\22c1_x3_0\22}],\22results\22:[{\22kind\22:\22send\22,\22name\22:\22l0_p\22}]},
+// CHECK-SAME: {\22function\22:\22chip1_halt2_0\22,\22code\22:\22layer_chip1_part1\22,\22chip\22:1,\22halt\22:2,\22arguments\22:[{\22kind\22:\22receive\22,\22name\22:\22l0_s\22}],\22results\22:[{\22kind\22:\22carry\22,\22name\22:\22c1_s_1\22,\22argument\22:0}]},
+// CHECK-SAME: {\22function\22:\22chip1_halt2_1\22,\22code\22:\22layer_chip1_part0\22,\22chip\22:1,\22halt\22:2,\22arguments\22:[{\22kind\22:\22shard\22,\22name\22:\22w.1\22,\22axis\22:0,\22ranges\22:[[4,4]]},{\22kind\22:\22carry\22,\22name\22:\22c1_s_1\22}],\22results\22:[{\22kind\22:\22send\22,\22name\22:\22l1_p\22}]},
+// CHECK-SAME: {\22function\22:\22chip1_halt3_0\22,\22code\22:\22layer_chip1_part1\22,\22chip\22:1,\22halt\22:3,\22arguments\22:[{\22kind\22:\22receive\22,\22name\22:\22l1_s\22}],\22results\22:[{\22kind\22:\22carry\22,\22name\22:\22c1_s_2\22,\22argument\22:0}]},
+// CHECK-SAME: {\22function\22:\22chip1_halt3_1\22,\22chip\22:1,\22halt\22:3,\22arguments\22:[],\22results\22:[]}],
+// CHECK-SAME: \22relay\22:[{\22round\22:0,\22run\22:\22chip0_halt1_0\22},{\22round\22:0,\22run\22:\22chip0_halt1_1\22},{\22round\22:0,\22run\22:\22chip1_halt1_0\22},{\22round\22:0,\22run\22:\22chip1_halt1_1\22},{\22round\22:1,\22copy\22:\22l0_p\22,\22from\22:1,\22to\22:0},{\22round\22:1,\22run\22:\22chip0_halt2\22},{\22round\22:2,\22run\22:\22chip0_halt3\22},{\22round\22:2,\22copy\22:\22l0_s\22,\22from\22:0,\22to\22:1},{\22round\22:2,\22run\22:\22chip1_halt2_0\22},{\22round\22:2,\22run\22:\22chip1_halt2_1\22},{\22round\22:3,\22copy\22:\22l1_p\22,\22from\22:1,\22to\22:0},{\22round\22:3,\22run\22:\22chip0_halt4\22},{\22round\22:4,\22run\22:\22chip0_halt5\22},{\22round\22:4,\22copy\22:\22l1_s\22,\22from\22:0,\22to\22:1},{\22round\22:4,\22run\22:\22chip1_halt3_0\22},{\22round\22:4,\22run\22:\22chip1_halt3_1\22}],
+// CHECK-SAME: \22host\22:{\22function\22:\22host\22,
+// CHECK-NOT:  tp.
+// CHECK:      func.func @chip0_halt1_0(%x0: tensor<4xf32>) -> tensor<4xf32> {
+// CHECK-NEXT:   %0 = arith.addf %x0, %x0 : tensor<4xf32>
+// CHECK-NEXT:   func.return %0 : tensor<4xf32>
+// CHECK:      func.func @layer_chip0_part0(%w0: tensor<4xf32>, %x: tensor<4xf32>) -> tensor<4xf32> {
+// CHECK:        %2 = arith.mulf %x, %c : tensor<4xf32>
+// CHECK-NEXT:   func.return %2 : tensor<4xf32>
+// CHECK:      func.func @layer_chip0_part1(%p: tensor<4xf32>, %a: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+// CHECK-NEXT:   %0 = arith.addf %a, %p : tensor<4xf32>
+// CHECK-NEXT:   func.return %0, %0 : tensor<4xf32>, tensor<4xf32>
+// CHECK:      func.func @chip0_halt5(%y1: tensor<4xf32>) -> tensor<4xf32> {
+// CHECK-NOT:  func.func @layer_chip0
+// CHECK:      func.func @layer_chip1_part0(%w1: tensor<4xf32>, %x: tensor<4xf32>) -> tensor<4xf32> {
+// CHECK:      func.func @layer_chip1_part1(%s: tensor<4xf32>) -> tensor<4xf32> {
+// CHECK-NEXT:   func.return %s : tensor<4xf32>
+// CHECK:      func.func @chip1_halt3_1() {
+// CHECK-NOT:  func.func @layer
+// CHECK:      func.func @host(%r: tensor<4xf32>) -> tensor<4xf32> {
+// CHECK-NOT:  tp.
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func private @layer.chip0(%x: tensor<4xf32>, %w: tensor<8xf32>) -> tensor<4xf32> attributes {tp.chip = 0 : i64} {
+    %w0 = tp.section "l_w0" on [0] {
+      %0 = tp.shard %w at #tp.slice<axis = 0, ranges = [(0, 4)], full = [8]> : tensor<8xf32> -> tensor<4xf32, #tp.chip<0>>
+      tp.yield %0 : tensor<4xf32, #tp.chip<0>>
+    } : tensor<4xf32, #tp.chip<0>>
+    %a = tp.section "l_a" on [0] {
+      %e = tensor.empty() : tensor<4xf32>
+      %c = linalg.copy ins(%w0 : tensor<4xf32, #tp.chip<0>>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+      %1 = arith.mulf %x, %c : tensor<4xf32>
+      tp.yield %1 : tensor<4xf32>
     } : tensor<4xf32>
+    %p = tp.link 1 sends() as [] receives ["l_p"] : () -> tensor<4xf32>
+    %s = tp.section "l_s" on [0] {
+      %2 = arith.addf %a, %p : tensor<4xf32>
+      tp.yield %2 : tensor<4xf32>
+    } : tensor<4xf32>
+    tp.link 2 sends(%s) as ["l_s"] receives [] : (tensor<4xf32>) -> ()
     func.return %s : tensor<4xf32>
+  }
+  func.func private @layer.chip1(%x: tensor<4xf32>, %w: tensor<8xf32>) -> tensor<4xf32> attributes {tp.chip = 1 : i64} {
+    %w1 = tp.section "l_w1" on [1] {
+      %0 = tp.shard %w at #tp.slice<axis = 0, ranges = [(4, 4)], full = [8]> : tensor<8xf32> -> tensor<4xf32, #tp.chip<1>>
+      tp.yield %0 : tensor<4xf32, #tp.chip<1>>
+    } : tensor<4xf32, #tp.chip<1>>
+    %p = tp.section "l_p" on [1] {
+      %e = tensor.empty() : tensor<4xf32>
+      %c = linalg.copy ins(%w1 : tensor<4xf32, #tp.chip<1>>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+      %1 = arith.mulf %x, %c : tensor<4xf32>
+      tp.yield %1 : tensor<4xf32>
+    } : tensor<4xf32>
+    %s = tp.link 1 sends(%p) as ["l_p"] receives ["l_s"] : (tensor<4xf32>) -> tensor<4xf32>
+    func.return %s : tensor<4xf32>
+  }
+  func.func @decode(%x: tensor<4xf32>, %w.0: tensor<8xf32>, %w.1: tensor<8xf32>) -> tensor<4xf32> {
+    %r = tp.chip_program on 0 (%x, %w.0, %w.1) {
+    ^bb0(%x0: tensor<4xf32>, %v0: tensor<8xf32>, %v1: tensor<8xf32>):
+      %x2 = tp.section "x2" on [0] {
+        %0 = arith.addf %x0, %x0 : tensor<4xf32>
+        tp.yield %0 : tensor<4xf32>
+      } : tensor<4xf32>
+      %y0 = func.call @layer.chip0(%x2, %v0) {tp.tag = "l0_"} : (tensor<4xf32>, tensor<8xf32>) -> tensor<4xf32>
+      %y1 = func.call @layer.chip0(%y0, %v1) {tp.tag = "l1_"} : (tensor<4xf32>, tensor<8xf32>) -> tensor<4xf32>
+      tp.finish %y1 : tensor<4xf32>
+    } : (tensor<4xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4xf32>)
+    tp.chip_program on 1 (%x, %w.0, %w.1) {
+    ^bb0(%x1: tensor<4xf32>, %u0: tensor<8xf32>, %u1: tensor<8xf32>):
+      %x3 = tp.section "x2" on [1] {
+        %0 = arith.addf %x1, %x1 : tensor<4xf32>
+        tp.yield %0 : tensor<4xf32>
+      } : tensor<4xf32>
+      %y0 = func.call @layer.chip1(%x3, %u0) {tp.tag = "l0_"} : (tensor<4xf32>, tensor<8xf32>) -> tensor<4xf32>
+      %y1 = func.call @layer.chip1(%y0, %u1) {tp.tag = "l1_"} : (tensor<4xf32>, tensor<8xf32>) -> tensor<4xf32>
+      tp.finish
+    } : (tensor<4xf32>, tensor<8xf32>, tensor<8xf32>) -> ()
+    tp.relay {
+      tp.run_to round 0 chip 0 halt 1
+      tp.run_to round 0 chip 1 halt 1
+      tp.relay_repeat 2 times every 2 rounds strides array<i64: 2, 1> tags ["l0_", "l1_"] {
+        tp.copy round 1 "l0_p" from 1 to 0
+        tp.run_to round 1 chip 0 halt 2
+        tp.run_to round 2 chip 0 halt 3
+        tp.copy round 2 "l0_s" from 0 to 1
+        tp.run_to round 2 chip 1 halt 2
+      }
+    }
+    func.return %r : tensor<4xf32>
+  }
+}
+
+// -----
+
+// A per-chip function calling another is refused (functions are one level deep), naming it.
+// CHECK-LABEL: error: 'func.call' of @inner.chip0, chip 0's per-chip function, outside a chip's program: only chip 0's program calls it, as one of its statements [not-linkable]
+builtin.module attributes {tp.chips = 1 : i64} {
+  func.func private @inner.chip0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {tp.chip = 0 : i64} {
+    func.return %x : tensor<4xf32>
+  }
+  func.func private @layer.chip0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {tp.chip = 0 : i64} {
+    // expected-error @+1 {{'func.call' of @inner.chip0, chip 0's per-chip function, outside a chip's program: only chip 0's program calls it, as one of its statements [not-linkable]}}
+    %y = func.call @inner.chip0(%x) : (tensor<4xf32>) -> tensor<4xf32>
+    func.return %y : tensor<4xf32>
   }
   func.func @decode(%x: tensor<4xf32>) -> tensor<4xf32> {
     %r = tp.chip_program on 0 (%x) {
     ^bb0(%x0: tensor<4xf32>):
       %y = func.call @layer.chip0(%x0) {tp.tag = "l0_"} : (tensor<4xf32>) -> tensor<4xf32>
+      tp.finish %y : tensor<4xf32>
+    } : (tensor<4xf32>) -> (tensor<4xf32>)
+    func.return %r : tensor<4xf32>
+  }
+}
+
+// -----
+
+// A program calling a function that is not a per-chip function is refused, naming it.
+// CHECK-LABEL: error: tp-export: chip 0's program calls @helper, which is not a per-chip function: only a per-chip function's calls are cut into segments [not-exportable]
+builtin.module attributes {tp.chips = 1 : i64} {
+  func.func private @helper(%x: tensor<4xf32>) -> tensor<4xf32> {
+    func.return %x : tensor<4xf32>
+  }
+  func.func @decode(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %r = tp.chip_program on 0 (%x) {
+    ^bb0(%x0: tensor<4xf32>):
+      // expected-error @+1 {{tp-export: chip 0's program calls @helper, which is not a per-chip function: only a per-chip function's calls are cut into segments [not-exportable]}}
+      %y = func.call @helper(%x0) : (tensor<4xf32>) -> tensor<4xf32>
       tp.finish %y : tensor<4xf32>
     } : (tensor<4xf32>) -> (tensor<4xf32>)
     func.return %r : tensor<4xf32>
