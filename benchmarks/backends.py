@@ -28,8 +28,8 @@ filled (loading the modules).
 ``python -m benchmarks.backends [--chips 1,2,4,8] [--dtypes f32,bf16] [--reps 7]``
 (quick: ``--chips 1,2 --reps 3``). ``--iree-flag FLAG`` (repeatable) adds a flag to the IREE
 backend's compile flags for the run; ``--variant NAME='ITEM …'`` adds an IREE column compiled
-with more flags (``spec``: `tp_dialect.runtime.iree_tuning`'s tuning spec), to measure them
-side by side.
+with more flags (or ``untuned``: without `tp_dialect.runtime.iree_tuning`'s tuning spec,
+which tp's CPU builds take), to measure them side by side.
 """
 
 from __future__ import annotations
@@ -65,7 +65,6 @@ from tp_dialect.runtime.checkpoint import (  # noqa: E402
     random_inputs,
     random_weights,
 )
-from tp_dialect.runtime.iree_tuning import spec_flag  # noqa: E402
 from tp_dialect.runtime.reference import run_program  # noqa: E402
 from tp_dialect.tools.run_model import per_chip  # noqa: E402
 from tp_dialect.tools.source import parse_module  # noqa: E402
@@ -119,12 +118,14 @@ def measure(
             warm = iree_exec.run_iree(program, placement.values, placement.placed, cache)
             resident = resident_step(program, placement.values, placement.placed, cache)
             for name, flags in variants:
-                tuned = replace(target, flags=(*target.flags, *flags))
+                tuned = replace(
+                    target, flags=tuple(f for f in (*target.flags, *flags) if f != UNTUNED)
+                )
                 other = resident_step(
                     program,
                     placement.values,
                     placement.placed,
-                    iree_exec.ModuleCache(Path(tmp), tuned),
+                    iree_exec.ModuleCache(Path(tmp), tuned, tuned=UNTUNED not in flags),
                 )
                 steps[(dtype, name)] = lambda other=other: other.run()["hidden_states"]
                 row[f"copies_{name}"] = other.copies
@@ -247,11 +248,15 @@ def _load() -> str:
     return f"{os.getloadavg()[0]:.1f}"
 
 
-def _variant(text: str, spec_dir: Path) -> Variant:
-    """``NAME=ITEM ...``: ``spec`` (`tp_dialect.runtime.iree_tuning`'s tuning spec) or an
-    IREE compile flag."""
+UNTUNED = "untuned"
+"""A variant's item: built without the tuning spec tp's CPU builds take."""
+
+
+def _variant(text: str) -> Variant:
+    """``NAME=ITEM ...``: ``untuned`` (without `tp_dialect.runtime.iree_tuning`'s tuning
+    spec) or an IREE compile flag."""
     name, _, items = text.partition("=")
-    return name, tuple(spec_flag(spec_dir) if i == "spec" else i for i in items.split())
+    return name, tuple(items.split())
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -267,8 +272,8 @@ def main(argv: list[str] | None = None) -> None:
         "--variant",
         action="append",
         default=[],
-        help="another IREE column, NAME='ITEM ...': spec (the bf16 tuning spec) or an IREE "
-        "compile flag",
+        help="another IREE column, NAME='ITEM ...': untuned (without the bf16 tuning spec) or "
+        "an IREE compile flag",
     )
     args = parser.parse_args(argv)
     try:
@@ -295,11 +300,10 @@ def main(argv: list[str] | None = None) -> None:
     bf16 = random_weights(_programs(1, "bf16"), seed=0)
     weights = {"bf16": bf16, "f32": {k: v.astype(np.float32) for k, v in bf16.items()}}
     rows = []
-    with tempfile.TemporaryDirectory(prefix="tp-iree-spec-") as spec_dir:
-        variants = [_variant(v, Path(spec_dir)) for v in args.variant]
-        for chips in chip_counts:
-            rows += measure(chips, dtypes, args.reps, args.position, weights, variants, target)
-            gc.collect()
+    variants = [_variant(v) for v in args.variant]
+    for chips in chip_counts:
+        rows += measure(chips, dtypes, args.reps, args.position, weights, variants, target)
+        gc.collect()
     report(rows, args.reps, args.position, ["IREE", *(v[0] for v in variants)])
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     print(f"peak RSS {peak:.1f} GiB; load average {_load()} (at start {load})")

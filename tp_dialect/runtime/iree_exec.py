@@ -155,6 +155,8 @@ class ModuleCache:
     rebuilt: int = 0
     unwritable: str = ""
     """Why an entry could not be stored (the first failure), or empty."""
+    tuned: bool = True
+    """Whether a CPU build takes `iree_tuning`'s spec (bf16 matrix-vector tiles)."""
 
     def key(self, text: str) -> str:
         """The digest naming ``text``'s compiled module: its text, IREE's version, the target
@@ -162,8 +164,12 @@ class ModuleCache:
         code built for another's CPU)."""
         target = self.target
         stamp = [iree_version(), target.name, *target.compile_flags, platform.machine(), _cpu()]
-        stamp += [tuning.SPEC] if target.name == CPU.name else []
+        stamp += [tuning.SPEC] if self._tuned else []
         return hashlib.sha256("\n".join([*stamp, ""]).encode() + text.encode()).hexdigest()
+
+    @property
+    def _tuned(self) -> bool:
+        return self.tuned and self.target.name == CPU.name
 
     def get(self, text: str, where: str) -> bytes:
         """The compiled module of ``text``: from disk when a sound entry is there, else
@@ -181,7 +187,7 @@ class ModuleCache:
         try:
             with tempfile.TemporaryDirectory(prefix="tp-iree-") as spec_dir:
                 # The CPU's bf16 matrix-vector tiles (`iree_tuning`): a file IREE reads.
-                tuned = [tuning.spec_flag(Path(spec_dir))] if target.name == CPU.name else []
+                tuned = [tuning.spec_flag(Path(spec_dir))] if self._tuned else []
                 vmfb = compiler.compile_str(
                     text,
                     target_backends=[target.name],
