@@ -23,7 +23,7 @@ from xdsl.dialects.func import FuncOp
 
 from tp_dialect.passes.export import export_module, manifest_of
 from tp_dialect.passes.universe import lowered
-from tp_dialect.runtime.iree_exec import ModuleCache, _Device, compile_entries, iree
+from tp_dialect.runtime.iree_exec import Device, ModuleCache, compile_entries, iree
 from tp_dialect.tools.source import parse_module
 from tp_dialect.universe import tp_context
 
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> None:
             funcs = {f.sym_name.data: f for f in exported.ops if isinstance(f, FuncOp)}
             entries = [*manifest["segments"], manifest["host"]]
             t2 = time.perf_counter()
-            called = compile_entries(funcs, entries, cache, _Device(runtime), {})
+            called = compile_entries(funcs, entries, cache, Device(runtime), {})
             t3 = time.perf_counter()
             distinct = len({id(f) for f in called.values()})
             print(

@@ -53,7 +53,7 @@ def resident_step(
 
     segs = {s["function"]: s for s in manifest["segments"]}
     runs = [segs[s["run"]] for s in manifest["relay"] if "run" in s] + [manifest["host"]]
-    key = iree_exec._resident_key
+    key = iree_exec.resident_key
     reads = Counter(key(p) for e in runs for p in e["arguments"] if p["kind"] in iree_exec.RESIDENT)
     copies = sum(
         bool(p.get("written")) and not (p["kind"] in iree_exec.RESIDENT and reads[key(p)] == 1)

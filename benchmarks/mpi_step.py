@@ -16,7 +16,10 @@ and then N = 2, the machine is calibrated for N ranks sharing it (`tp_dialect.ru
   machine (direct links, as the ranks run), and what chip 0's sections are charged for:
   roofline, per-op overhead, first touch of the update copies' new buffers.
 
-``python -m benchmarks.mpi_step [--machine local.json] [--repeat 3]``
+With ``--iree``: the same per-chip programs on IREE too (the ``iree`` extra), in one process
+(weights resident, `benchmarks.iree_step`) and as ranks (``tp-run --mpi N --backend iree``).
+
+``python -m benchmarks.mpi_step [--machine local.json] [--repeat 3] [--iree]``
 """
 
 from __future__ import annotations
@@ -78,8 +81,11 @@ def _median(fn: Callable[[], object], repeat: int) -> float:
     return sorted(times)[len(times) // 2]
 
 
-def _mpi_step(program: Path, n: int, weights: Path, inputs: Path) -> tuple[float, list[float]]:
-    """One ``tp-run --mpi n`` launch: its step time and each rank's peak RSS (bytes)."""
+def _mpi_step(
+    program: Path, n: int, weights: Path, inputs: Path, iree: bool = False
+) -> tuple[float, list[float]]:
+    """One ``tp-run --mpi n`` launch (``--backend iree`` with ``iree``): its step time and
+    each rank's peak RSS (bytes)."""
     out = subprocess.run(
         [
             sys.executable,
@@ -93,6 +99,7 @@ def _mpi_step(program: Path, n: int, weights: Path, inputs: Path) -> tuple[float
             "--inputs",
             str(inputs),
             "--stats",
+            *(["--backend", "iree"] if iree else []),
         ],
         capture_output=True,
         text=True,
@@ -140,7 +147,7 @@ def charges(module: ModuleOp, machine: Machine) -> tuple[float, float, float]:
     )
 
 
-def main(machine_path: str | None = None, repeat: int = 3) -> None:
+def main(machine_path: str | None = None, repeat: int = 3, iree: bool = False) -> None:
     ctx = tp_context()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -163,6 +170,7 @@ def main(machine_path: str | None = None, repeat: int = 3) -> None:
         # tens of percent within a minute (other virtual machines share its host).
         predicted: dict[int, float] = {}
         measured: dict[int, float] = {}
+        on_iree: dict[int, float] = {}
         rss: dict[int, list[float]] = {}
         for n in (1, 2):
             path = machine_path
@@ -195,6 +203,13 @@ def main(machine_path: str | None = None, repeat: int = 3) -> None:
                 f"{steps[0] * 1e3:.1f} to {steps[-1] * 1e3:.1f} ms)",
                 flush=True,
             )
+            if iree:
+                _mpi_step(programs[n], n, ckpt, npz, iree=True)  # compiles into the cache
+                native = sorted(
+                    _mpi_step(programs[n], n, ckpt, npz, iree=True)[0] for _ in range(repeat)
+                )
+                on_iree[n] = native[repeat // 2]
+                print(f"MPI N={n} on IREE: step {on_iree[n] * 1e3:.1f} ms", flush=True)
 
         module = lowered[2]
         placement = place_weights(module, SafetensorsSource(ckpt), inputs)
@@ -204,6 +219,15 @@ def main(machine_path: str | None = None, repeat: int = 3) -> None:
             return run_program(module, values, placement.placed)
 
         single = _median(interpreted, repeat)
+        in_process = 0.0
+        if iree:  # IREE in one process: weights resident, the relay's rounds a step
+            from benchmarks.iree_step import resident_step
+            from tp_dialect.runtime.iree_exec import ModuleCache, default_cache_dir
+
+            ready = resident_step(
+                module, values, placement.placed, ModuleCache(default_cache_dir())
+            )
+            in_process = _median(ready.run, repeat)
         base = Qwen3Config.preset("qwen3-8b", layers=1)
 
         def plain() -> object:
@@ -227,8 +251,18 @@ def main(machine_path: str | None = None, repeat: int = 3) -> None:
         f"| interpreter, one process, N=2 programs | {single * 1e3:.1f} ms | "
         f"{single / numpy_s:.2f}x |"
     )
+    if iree:
+        print(
+            f"| IREE, one process, N=2 programs | {in_process * 1e3:.1f} ms | "
+            f"{in_process / numpy_s:.2f}x |"
+        )
     for n in (1, 2):
         print(f"| MPI, {n} rank(s) | {measured[n] * 1e3:.1f} ms | {measured[n] / numpy_s:.2f}x |")
+        if iree:
+            print(
+                f"| MPI on IREE, {n} rank(s) | {on_iree[n] * 1e3:.1f} ms | "
+                f"{on_iree[n] / numpy_s:.2f}x |"
+            )
     print()
     print("| N | measured (MPI) | predicted (model, dataflow, calibrated) | predicted / measured |")
     print("|---|---|---|---|")
@@ -248,5 +282,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="python -m benchmarks.mpi_step")
     parser.add_argument("--machine", help="a calibrated machine file (default: calibrate now)")
     parser.add_argument("--repeat", type=at_least(1, int), default=3)
+    parser.add_argument(
+        "--iree", action="store_true", help="IREE beside: in one process and as ranks"
+    )
     args = parser.parse_args()
-    main(args.machine, args.repeat)
+    main(args.machine, args.repeat, args.iree)

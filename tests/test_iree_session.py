@@ -154,3 +154,40 @@ def test_engine_iree_is_for_ranks(tmp_path: Path) -> None:
     d = M.write_model(tmp_path / "qwen3", "qwen3", seed=5)
     with pytest.raises(ValueError, match="engine 'iree' is for backend 'mpi'"):
         load(d, chips=2, engine="iree")
+
+
+@pytest.mark.parametrize("donate", [True, False])
+def test_a_decode_step_places_only_its_inputs(
+    tmp_path: Path, donate: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With donation a decode step puts on the device its own inputs (the ids and the
+    position) and no weight or cache slice: they are already there, and a cache slice is
+    written where it is. Without, each cache slice the step writes is copied to a buffer of
+    its own. (The zero-filled accumulators a chip carries between its segments are copied
+    either way: a few hundred bytes.)"""
+    monkeypatch.setattr(IreeSession, "donate", donate)
+    d = M.write_model(tmp_path / "llama", "llama", seed=2)
+    model = load(d, chips=2, backend="iree", max_positions=16)
+    assert model is not None
+    model.generate(M.prompt_ids(model.limits.vocab, 1, 3), 2)  # everything prepared
+    device = model.session.device
+    placed: list[tuple[int, ...]] = []
+    real = device.place
+
+    def counted(value: Any) -> Any:
+        placed.append(np.shape(value))
+        return real(value)
+
+    monkeypatch.setattr(device, "place", counted)
+    model.decode(np.array([3]), 5)
+    assert placed[:2] == [(1, 1), ()]  # the ids, the position
+    slices = [s for s in placed if len(s) == 4]  # [batch, KV heads, positions, head_dim]
+    caches = 2 * 2 * int(model.config["num_hidden_layers"])  # K and V, each chip
+    assert len(slices) == (0 if donate else caches)
+    assert all(int(np.prod(s)) < 256 for s in placed[2:] if len(s) != 4)
+
+
+def test_iree_runs_the_per_chip_programs_only(tmp_path: Path) -> None:
+    d = M.write_model(tmp_path / "qwen3", "qwen3", seed=5)
+    with pytest.raises(ValueError, match="IREE runs the per-chip programs: stage 'programs'"):
+        load(d, chips=2, backend="iree", stage="phased")

@@ -23,8 +23,8 @@ from tp_dialect.runtime.iree_exec import (
     TARGETS,
     IreeError,
     ModuleCache,
-    _Device,
     check_target,
+    prepare,
     run_iree,
     segment_text,
 )
@@ -172,14 +172,17 @@ def test_a_driver_without_a_device_or_that_fails_is_said_in_one_line(
 def test_a_module_built_for_another_device_is_one_line_naming_the_segment(
     tmp_path: Path,
 ) -> None:
-    vmfb = ModuleCache(tmp_path, TARGETS["vulkan-spirv"]).get(_segment(), "s")
+    """A program's module that its device cannot load (Vulkan code on the CPU's driver):
+    one line naming the first segment that fails alone, not the bundle."""
+    module = _programs()
+    inputs = random_inputs(module, 1, 5)
+    placement = place_weights(module, MemorySource(random_weights(module, 0)), inputs)
+    cache = ModuleCache(tmp_path, TARGETS["vulkan-spirv"])
     with pytest.raises(IreeError) as err:
-        _Device(iree.runtime).function(vmfb, "chip 0 segment chip0_halt1")
+        prepare(module, placement.values, placement.placed, cache, driver="local-task")
     message = str(err.value)
-    assert message.startswith(
-        "chip 0 segment chip0_halt1: IREE could not load it on its local-task device: HAL "
-        "device `__device_0` not found or unavailable"
-    )
+    assert message.startswith("chip 0 segment chip0_halt1: IREE could not load it on its ")
+    assert "local-task device: HAL device `__device_0` not found or unavailable" in message
     assert "\n" not in message and len(message) < 300
 
 

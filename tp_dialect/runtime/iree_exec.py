@@ -1,17 +1,19 @@
 """Per-chip programs run as native code built by IREE, in one process, under the host's relay.
 
 `run_iree` exports a copy of the program (tp-export: one plain-MLIR function per stretch a
-chip runs between two halts, and ``@host``), compiles each distinct function once with IREE
-for the host CPU (``llvm-cpu``) or a GPU, and runs the relay's steps on IREE's runtime: a ``run``
+chip runs between two halts, and ``@host``), compiles its distinct functions with IREE as one
+module (`compile_entries`) for the host CPU (``llvm-cpu``, with `iree_tuning`'s spec) or a
+GPU, and runs the relay's steps on IREE's runtime: a ``run``
 calls the chip's segment, a ``copy`` hands a sent buffer to the receiving chip — links,
 carried values and outputs stay IREE device arrays the host only passes on. Weights and
 caches are placed on the device once, each distinct slice once.
 
-`ModuleCache` keeps compiled modules on disk, keyed by a SHA-256 of the segment's text, the
-IREE version, the target and its flags: a second run compiles nothing. An entry is a digest
-of its payload followed by the payload; one whose digest does not match (truncated,
-overwritten) is compiled again and rewritten, never loaded. Entries are written atomically;
-a cache that cannot be written is said (`ModuleCache.unwritable`), the run goes on.
+`ModuleCache` keeps compiled modules on disk, keyed by a SHA-256 of the module's text, the
+IREE version, the target and its flags (and the tuning spec): a second run compiles nothing.
+An entry is a digest of its payload followed by the payload; one whose digest does not match
+(truncated, overwritten) is compiled again and rewritten, never loaded. Entries are written
+atomically; a cache that cannot be written is said (`ModuleCache.unwritable`), the run goes
+on.
 
 `IreeTarget` is what a run compiles for and runs on: the host CPU (`CPU`, the default) or a
 GPU (`TARGETS`: IREE's ``cuda``, ``rocm``, ``vulkan-spirv``), whose driver and device
@@ -104,8 +106,7 @@ TARGETS = {
 """The targets ``tp-run --iree-target`` offers, by IREE's name."""
 
 TARGET = CPU.name
-FLAGS = CPU.compile_flags
-"""The default target's name and flags: native code for this machine's CPU."""
+"""The default target's name: native code for this machine's CPU."""
 
 _MAGIC = b"tp-iree-1\n"
 _MPI_WORLD_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE")
@@ -131,7 +132,13 @@ def iree() -> tuple[ModuleType, ModuleType]:
 
 def iree_version() -> str:
     """The installed IREE compiler's version (part of every cache key)."""
-    return importlib.metadata.version("iree-base-compiler")
+    try:
+        return importlib.metadata.version("iree-base-compiler")
+    except importlib.metadata.PackageNotFoundError:
+        raise IreeError(
+            "IREE's compiler is importable but not installed as iree-base-compiler (its "
+            f"version keys the module cache): pip install 'tp-dialect[{EXTRA}]'"
+        ) from None
 
 
 def default_cache_dir() -> Path:
@@ -332,7 +339,7 @@ class IreeRun:
 
 
 @dataclass
-class _Device:
+class Device:
     """IREE's runtime on the target's device (the host CPU by default): one device, a
     context per compiled module."""
 
@@ -356,10 +363,6 @@ class _Device:
         finally:
             os.environ.update(hidden)
 
-    def function(self, vmfb: bytes, where: str = "a module") -> Any:
-        """``vmfb``'s ``main`` loaded on the device (`module`)."""
-        return self.module(vmfb, where)["main"]
-
     def module(self, vmfb: bytes, where: str = "a module") -> Any:
         """The compiled module ``vmfb`` loaded on the device: its functions by name; an
         IreeError naming ``where`` when IREE cannot load it (say, code built for another
@@ -380,7 +383,7 @@ class _Device:
         return self.runtime.asdevicearray(self.config.device, np.require(value, requirements="C"))
 
 
-def _slices(module: ModuleOp) -> dict[tuple[str, int, tuple[tuple[int, int], ...]], ShardOp]:
+def input_slices(module: ModuleOp) -> dict[tuple[str, int, tuple[tuple[int, int], ...]], ShardOp]:
     """Each chip slice of a host input a program's ``tp.shard`` cuts, by (input, axis,
     ranges) as tp-export's manifest names it."""
     func = entry_function(module)
@@ -400,6 +403,30 @@ def _slices(module: ModuleOp) -> dict[tuple[str, int, tuple[tuple[int, int], ...
     return out
 
 
+def entry_caller(
+    functions: Mapping[str, Any], device: Device, donated: Callable[[Port], bool]
+) -> Call:
+    """Runs a manifest entry by its compiled function (``functions``, by entry name), an
+    argument IREE may write getting a copy of its own unless ``donated``: the host reads
+    every other buffer it holds again (iree-org/iree#16168: IREE writes such arguments in
+    place). IREE's runtime failing is an IreeError naming the entry, one line."""
+
+    def call(entry: Entry, args: list[Any]) -> tuple[Any, ...]:
+        given = [
+            device.place(a.to_host()) if port.get("written") and not donated(port) else a
+            for a, port in zip(args, entry["arguments"], strict=True)
+        ]
+        try:
+            returned = functions[entry["function"]](*given)
+        except (RuntimeError, ValueError) as err:  # what IREE's runtime raises
+            raise IreeError(
+                f"{where_of(entry)}: IREE failed running it: {iree_message(str(err))}"
+            ) from None
+        return as_results(returned, len(entry["results"]))
+
+    return call
+
+
 def code_of(entry: Entry) -> str:
     """The function an entry runs: its own, or the shared one it names (``code``: a part of
     an outlined program's per-chip function, run once per call)."""
@@ -410,7 +437,7 @@ def compile_entries(
     funcs: Mapping[str, FuncOp],
     entries: list[Entry],
     cache: ModuleCache,
-    device: _Device,
+    device: Device,
     compiled: dict[str, Any],
 ) -> dict[str, Any]:
     """Each entry's compiled function by its name: the distinct segment texts not in
@@ -433,9 +460,14 @@ def compile_entries(
             vmfb = cache.get(bundle, "the program's segments")
         except IreeError:
             for text, entry in new.items():
-                cache.get(text, _where(entry))  # raises, naming the segment
+                cache.get(text, where_of(entry))  # raises, naming the segment
             raise
-        module = device.module(vmfb, "the program's segments")
+        try:
+            module = device.module(vmfb, "the program's segments")
+        except IreeError:
+            for text, entry in new.items():  # raises, naming the segment
+                device.module(cache.get(text, where_of(entry)), where_of(entry))
+            raise
         for i, text in enumerate(new):
             compiled[text] = module[f"s{i}"]
     return {e["function"]: compiled[texts[e["function"]]] for e in entries}
@@ -486,15 +518,15 @@ def prepare(
     entries += [manifest["host"]] if host else []
     t0 = time.perf_counter()
     target = cache.target if driver is None else replace(cache.target, driver=driver)
-    device = _Device(runtime, target=target)
+    device = Device(runtime, target=target)
     called = compile_entries(funcs, entries, cache, device, {})
     t1 = time.perf_counter()
-    slices = _slices(module)
+    slices = input_slices(module)
     placed = placed or {}
     resident: dict[Any, Any] = {}  # each host input and slice on the device, once
 
     def host_port(port: Port) -> Any:
-        key = _resident_key(port)
+        key = resident_key(port)
         if key in resident:
             return resident[key]
         if port["kind"] == "input":
@@ -509,31 +541,16 @@ def prepare(
         return resident[key]
 
     reads = Counter(
-        _resident_key(p) for e in entries for p in e["arguments"] if p["kind"] in RESIDENT
+        resident_key(p) for e in entries for p in e["arguments"] if p["kind"] in RESIDENT
     )
 
     def donated(port: Port) -> bool:
         """Whether the argument's buffer may be written: a host input or slice (placed in a
         buffer of its own, aliasing nothing) that no other argument reads, say a chip's
         cache slice, which its update then writes in place as a chip's memory would."""
-        return port["kind"] in RESIDENT and reads[_resident_key(port)] == 1
+        return port["kind"] in RESIDENT and reads[resident_key(port)] == 1
 
-    def call(entry: Entry, args: list[Any]) -> tuple[Any, ...]:
-        """The entry's compiled function on ``args``, where an argument IREE may write gets
-        a copy of its own unless donated: the host reads every other buffer it holds again
-        (iree-org/iree#16168: IREE writes such arguments in place)."""
-        given = [
-            device.place(a.to_host()) if port.get("written") and not donated(port) else a
-            for a, port in zip(args, entry["arguments"], strict=True)
-        ]
-        try:
-            returned = called[entry["function"]](*given)
-        except (RuntimeError, ValueError) as err:  # what IREE's runtime raises
-            lines = [line.strip() for line in str(err).splitlines() if line.strip()]
-            raise IreeError(
-                f"{_where(entry)}: IREE failed running it: {lines[0] if lines else err}"
-            ) from None
-        return _results(returned, len(entry["results"]))
+    call = entry_caller(called, device, donated)
 
     for entry in entries:  # every input placed, once
         for port in entry["arguments"]:
@@ -592,21 +609,21 @@ RESIDENT = ("input", "shard")
 """The ports the host places on the device once: host inputs, whole or as chip slices."""
 
 
-def _resident_key(port: dict[str, Any]) -> tuple[Any, ...]:
+def resident_key(port: dict[str, Any]) -> tuple[Any, ...]:
     """A placed port's identity: the input's name, and for a slice its axis and ranges."""
     if port["kind"] == "input":
         return (port["name"],)
     return (port["name"], port["axis"], tuple((int(a), int(n)) for a, n in port["ranges"]))
 
 
-def _where(entry: dict[str, Any]) -> str:
+def where_of(entry: dict[str, Any]) -> str:
     """A manifest entry as an error names it: its chip and segment, or the host's part."""
     if "chip" in entry:
         return f"chip {entry['chip']} segment {entry['function']}"
     return "the host's @host"
 
 
-def _results(returned: Any, n: int) -> tuple[Any, ...]:
+def as_results(returned: Any, n: int) -> tuple[Any, ...]:
     """What an IREE function returned as a tuple of ``n`` (it returns one value bare)."""
     if n == 0:
         return ()

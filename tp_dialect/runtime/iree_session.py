@@ -35,19 +35,19 @@ from tp_dialect.analysis.touch import storage
 from tp_dialect.ops import ShardOp, UnshardOp
 from tp_dialect.passes.export import export_module, manifest_of
 from tp_dialect.program_ops import ChipProgramOp, FinishOp
+from tp_dialect.runtime.arrays import slice_of
 from tp_dialect.runtime.checkpoint import TensorSource
 from tp_dialect.runtime.iree_exec import (
     RESIDENT,
+    Device,
     IreeError,
     ModuleCache,
-    _Device,
-    _resident_key,
-    _results,
-    _slices,
-    _where,
     compile_entries,
     default_cache_dir,
+    entry_caller,
+    input_slices,
     iree,
+    resident_key,
 )
 from tp_dialect.runtime.iree_mpi import gather_outputs, run_rank
 from tp_dialect.runtime.launch import threads_per_rank
@@ -55,7 +55,7 @@ from tp_dialect.runtime.segments import run_host, run_segments
 from tp_dialect.runtime.session import Session, Step
 
 Key = tuple[Any, ...]
-"""A placed port's identity: ``(input,)`` or ``(input, axis, ranges)`` (`_resident_key`)."""
+"""A placed port's identity: ``(input,)`` or ``(input, axis, ranges)`` (`resident_key`)."""
 
 
 @dataclass
@@ -98,7 +98,7 @@ class IreeSession(Session):
             # with the other ranks (as tp-run's IREE ranks choose, `iree_mpi`).
             if threads_per_rank(comm.Get_size()) == 1:
                 target = replace(target, driver="local-sync")
-        self.device = _Device(runtime, target=target)
+        self.device = Device(runtime, target=target)
         self._compiled: dict[str, Any] = {}  # compiled functions by segment text
         self.resident: dict[Key, Any] = {}  # weights on the device, each once
         self.device_caches: dict[Key, Any] = {}  # cache buffers on the device
@@ -130,13 +130,13 @@ class IreeSession(Session):
         functions = compile_entries(funcs, entries, self.modules, self.device, self._compiled)
         updates = _cache_updates(module, step, self.cache_outputs)
         roles = {p.name: p.role for p in step.ins}
-        shards = _slices(module)
+        shards = input_slices(module)
         reads: Counter[Key] = Counter()
         for entry in entries:
             for port in entry["arguments"]:
                 if port["kind"] not in RESIDENT or roles.get(port["name"]) == "input":
                     continue
-                key = _resident_key(port)
+                key = resident_key(port)
                 reads[key] += 1
                 if roles[port["name"]] == "cache":
                     if key not in self.device_caches:
@@ -161,37 +161,29 @@ class IreeSession(Session):
         plain = step.step
         args = self.arguments(plain, inputs)
         given = {p.name: a for p, a in zip(plain.ins, args, strict=True) if p.role == "input"}
-        per_step: dict[str, Any] = {}
+        per_step: dict[Key, Any] = {}
 
         def host_port(port: dict[str, Any]) -> Any:
             name = port["name"]
-            if name in given:
-                if name not in per_step:
-                    per_step[name] = self.device.place(given[name])
-                return per_step[name]
-            key = _resident_key(port)
+            key = resident_key(port)
+            if name in given:  # a step's input, whole or a chip's slice of it
+                if key not in per_step:
+                    data = np.asarray(given[name])
+                    if port["kind"] == "shard":
+                        data = slice_of(data, port["axis"], key[2])
+                    per_step[key] = self.device.place(data)
+                return per_step[key]
             return self.device_caches[key] if key in self.device_caches else self.resident[key]
 
-        def call(entry: dict[str, Any], args: list[Any]) -> tuple[Any, ...]:
-            # An argument IREE may write gets a buffer of its own unless it is a placed port
-            # read once (a cache slice, updated in place as a chip's memory would be).
-            handed = [
-                self.device.place(a.to_host())
-                if port.get("written")
-                and not (
-                    self.donate
-                    and port["kind"] in RESIDENT
-                    and step.reads[_resident_key(port)] == 1
-                )
-                else a
-                for a, port in zip(args, entry["arguments"], strict=True)
-            ]
-            try:
-                returned = step.functions[entry["function"]](*handed)
-            except (RuntimeError, ValueError) as err:
-                first = next((x.strip() for x in str(err).splitlines() if x.strip()), str(err))
-                raise IreeError(f"{_where(entry)}: IREE failed running it: {first}") from None
-            return _results(returned, len(entry["results"]))
+        def donated(port: dict[str, Any]) -> bool:
+            # A cache slice read once this step: its buffer is the chip's own, updated in
+            # place. Weights are shared by every step: never handed over to be written.
+            if not self.donate or port["kind"] not in RESIDENT:
+                return False
+            key = resident_key(port)
+            return key in self.device_caches and step.reads[key] == 1
+
+        call = entry_caller(step.functions, self.device, donated)
 
         finished: dict[tuple[int, int], Any] = {}
         if self.comm is None:
@@ -230,7 +222,7 @@ def _shape(step: Step, port: dict[str, Any], shards: Mapping[Key, ShardOp]) -> t
     """The shape of a cache port's buffer: its slice's, or the whole port's."""
     if port["kind"] == "input":
         return tuple(step.ins[_index(step, port["name"])].shape)
-    held = step.placed[shards[_resident_key(port)]]
+    held = step.placed[shards[resident_key(port)]]
     return tuple(held.shape)
 
 
@@ -275,7 +267,7 @@ def _cache_updates(
     ret = func.body.block.last_op
     assert isinstance(ret, ReturnOp)
     names = {arg: p.name for arg, p in zip(func.body.block.args, step.ins, strict=True)}
-    keys = {op: key for key, op in _slices(module).items()}
+    keys = {op: key for key, op in input_slices(module).items()}
     out: dict[tuple[int, int], Key] = {}
     for port, value in zip(step.outs, ret.operands, strict=True):
         if port.name not in cache_outputs:

@@ -15,6 +15,7 @@ unchanged: a step's numbers are bitwise those of the single-process session.
 from __future__ import annotations
 
 import io
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -26,7 +27,7 @@ from xdsl.printer import Printer
 from tp_dialect.analysis.chip_calls import flat_copy, has_chip_calls
 from tp_dialect.analysis.programs import check_programs
 from tp_dialect.runtime.checkpoint import TensorSource
-from tp_dialect.runtime.mpi_exec import MpiError, Wire, check_world, load_mpi, run_chip
+from tp_dialect.runtime.mpi_exec import MpiError, Wire, abort, check_world, load_mpi, run_chip
 from tp_dialect.runtime.numpy_impls import NumpyFunctions
 from tp_dialect.runtime.relay_exec import ChipRunner, host_results
 from tp_dialect.runtime.session import Session, Step
@@ -81,15 +82,20 @@ class MpiSession:
     # -- every other rank --------------------------------------------------------------
 
     def serve(self) -> None:
-        """Follow rank 0's commands until it closes the session."""
+        """Follow rank 0's commands until it closes the session. A rank failing says why
+        (one line) and ends every rank: the others would wait for it forever."""
         while True:
             command = self.comm.bcast(None, root=0)
             if command[0] == "stop":
                 return
-            if command[0] == "prepare":
-                self._prepare(command[1])
-            else:
-                self._run(command[1], command[2])
+            try:
+                if command[0] == "prepare":
+                    self._prepare(command[1])
+                else:
+                    self._run(command[1], command[2])
+            except Exception as err:  # any failure: the world cannot go on without this rank
+                print(f"error: rank {self.rank}: {err}", file=sys.stderr, flush=True)
+                abort(self.comm, 1)
 
     # -- every rank --------------------------------------------------------------------
 

@@ -202,6 +202,11 @@ def load(
             if engine == "iree"
             else f"unknown engine '{engine}' (interpreter or iree)"
         )
+    if "iree" in (backend, engine) and stage != "programs":
+        raise ServingError(
+            f"IREE runs the per-chip programs: stage 'programs', not '{stage}' (the "
+            "interpreter runs every stage)"
+        )
     model = read_model(directory)
     model.check_chips(chips)
     options = Options(chips, max_positions, batch, stage, logits)
