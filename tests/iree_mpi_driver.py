@@ -7,18 +7,15 @@ tests/test_iree_mpi.py."""
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import numpy as np
+from exported_runner import interpreted
 from programs import program, tiny
-from xdsl.interpreters.func import FuncFunctions
 
 from tp_dialect.passes.export import export_module, manifest_of
 from tp_dialect.passes.universe import lowered
-from tp_dialect.runtime.arrays import slice_of
 from tp_dialect.runtime.checkpoint import random_inputs, random_weights
 from tp_dialect.runtime.iree_mpi import gather_outputs, run_rank
-from tp_dialect.runtime.numpy_impls import LocatingInterpreter, NumpyFunctions
 from tp_dialect.runtime.segments import run_host
 from tp_dialect.signature import entry_function, ports
 
@@ -34,19 +31,7 @@ def main() -> None:
     exported = module.clone()
     export_module(exported)
     manifest = manifest_of(exported)
-    interpreter = LocatingInterpreter(exported)
-    interpreter.register_implementations(FuncFunctions())
-    interpreter.register_implementations(NumpyFunctions())
-
-    def host_input(port: dict[str, Any]) -> Any:
-        value = np.asarray(values[port["name"]])
-        if port["kind"] == "shard":
-            ranges = [(int(a), int(n)) for a, n in port["ranges"]]
-            value = slice_of(value, port["axis"], ranges)
-        return value
-
-    def call(entry: dict[str, Any], args: list[Any]) -> tuple[Any, ...]:
-        return tuple(interpreter.call_op(entry["function"], tuple(args)))
+    host_input, call = interpreted(exported, values)
 
     comm = MPI.COMM_WORLD
     finished = run_rank(manifest, comm.Get_rank(), comm, host_input, call)

@@ -18,21 +18,19 @@ from typing import Any
 import hf_models
 import numpy as np
 import pytest
+from exported_runner import interpreted
 from hypothesis import assume, given, settings
 from ir_helpers import SETTINGS, apply, parse
 from test_storage_aliases import Outlined, outlined
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
-from xdsl.interpreters.func import FuncFunctions
 
 from tp_dialect.frontend.models import unsharded_text
 from tp_dialect.passes.export import export_module, manifest_of
 from tp_dialect.passes.universe import lowered
 from tp_dialect.program_ops import CHIP_FUNCTION
-from tp_dialect.runtime.arrays import slice_of
 from tp_dialect.runtime.checkpoint import MemorySource, place_weights, random_inputs, random_weights
 from tp_dialect.runtime.iree_exec import ModuleCache, run_iree
-from tp_dialect.runtime.numpy_impls import LocatingInterpreter, NumpyFunctions
 from tp_dialect.runtime.reference import run_program
 from tp_dialect.runtime.segments import run_segments
 from tp_dialect.tools.source import parse_module
@@ -67,20 +65,7 @@ def _run_exported(module: ModuleOp, values: dict[str, np.ndarray]) -> dict[str, 
     """``module`` exported, its segments run by the reference interpreter under the
     manifest; its results by name."""
     exported, manifest = _exported(module)
-    interpreter = LocatingInterpreter(exported)
-    interpreter.register_implementations(FuncFunctions())
-    interpreter.register_implementations(NumpyFunctions())
-
-    def host_input(port: dict[str, Any]) -> Any:
-        value = np.asarray(values[port["name"]])
-        if port["kind"] == "shard":
-            ranges = [(int(a), int(n)) for a, n in port["ranges"]]
-            value = slice_of(value, port["axis"], ranges)
-        return value
-
-    def call(entry: dict[str, Any], args: list[Any]) -> tuple[Any, ...]:
-        code = entry.get("code", entry["function"])
-        return tuple(interpreter.call_op(code, tuple(args)))
+    host_input, call = interpreted(exported, values)
 
     got = run_segments(manifest, host_input, call)
     names = [r["name"] for r in manifest["host"]["results"]]

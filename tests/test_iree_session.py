@@ -115,21 +115,25 @@ def test_an_iree_session_runs_every_chip_in_this_process(tmp_path: Path) -> None
         model.session.prepare(model.program("decode", 1), chip=0)
 
 
-def test_tp_generate_on_iree(tmp_path: Path, cache_dir: Path) -> None:
-    d = M.write_model(tmp_path / "llama", "llama", seed=4)
-    prompt = [[5, 17, 42, 8]]
-    want = R.Reference(d).generate(np.array(prompt), 5)[0].tolist()
-    report = tmp_path / "r.json"
+def _generated(model: Path, prompt: str, cache_dir: Path, *flags: str) -> list[list[int]]:
+    """The ids ``tp-generate`` reports for ``prompt`` (5 new tokens), with ``flags``."""
+    report = model.parent / "r.json"
     proc = subprocess.run(
-        [str(Path(sys.executable).parent / "tp-generate"), str(d), "--prompt-ids", "5,17,42,8"]
-        + ["--max-new-tokens", "5", "--chips", "2", "--backend", "iree", "--report", str(report)],
+        [str(Path(sys.executable).parent / "tp-generate"), str(model), "--prompt-ids", prompt]
+        + ["--max-new-tokens", "5", "--report", str(report), *flags],
         capture_output=True,
         text=True,
         timeout=600,
         env={**os.environ, "TP_IREE_CACHE": str(cache_dir)},
     )
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(report.read_text())["ids"] == want
+    return list(json.loads(report.read_text())["ids"])
+
+
+def test_tp_generate_on_iree(tmp_path: Path, cache_dir: Path) -> None:
+    d = M.write_model(tmp_path / "llama", "llama", seed=4)
+    want = R.Reference(d).generate(np.array([[5, 17, 42, 8]]), 5)[0].tolist()
+    assert _generated(d, "5,17,42,8", cache_dir, "--chips", "2", "--backend", "iree") == want
 
 
 def test_tp_generate_on_iree_mpi_ranks(tmp_path: Path, cache_dir: Path) -> None:
@@ -137,17 +141,7 @@ def test_tp_generate_on_iree_mpi_ranks(tmp_path: Path, cache_dir: Path) -> None:
     cache slices on its own device; the ids are the reference's."""
     d = M.write_model(tmp_path / "qwen2", "qwen2", seed=8)
     want = R.Reference(d).generate(np.array([[5, 17, 42, 8, 61]]), 5)[0].tolist()
-    report = tmp_path / "r.json"
-    proc = subprocess.run(
-        [str(Path(sys.executable).parent / "tp-generate"), str(d), "--prompt-ids", "5,17,42,8,61"]
-        + ["--max-new-tokens", "5", "--mpi", "2", "--backend", "iree", "--report", str(report)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "TP_IREE_CACHE": str(cache_dir)},
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(report.read_text())["ids"] == want
+    assert _generated(d, "5,17,42,8,61", cache_dir, "--mpi", "2", "--backend", "iree") == want
 
 
 def test_engine_iree_is_for_ranks(tmp_path: Path) -> None:

@@ -14,18 +14,14 @@ f32 rounding. No IREE here: this checks the cut, the carried values and the mani
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
+from exported_runner import interpreted
 from hypothesis import given, settings
 from ir_helpers import SETTINGS, check_ir
 from test_properties_relay import Lowered, lowered
 from xdsl.dialects.func import FuncOp
-from xdsl.interpreters.func import FuncFunctions
 
 from tp_dialect.passes.export import export_module, manifest_of
-from tp_dialect.runtime.arrays import slice_of
-from tp_dialect.runtime.numpy_impls import LocatingInterpreter, NumpyFunctions
 from tp_dialect.runtime.reference import run_program
 from tp_dialect.runtime.segments import run_segments
 from tp_dialect.signature import entry_function, ports
@@ -52,19 +48,7 @@ def test_exported_segments_under_the_manifest_compute_the_programs_outputs(
         assert len(entry["arguments"]) == len(f.function_type.inputs.data)
         assert len(entry["results"]) == len(f.function_type.outputs.data)
 
-    interpreter = LocatingInterpreter(exported)
-    interpreter.register_implementations(FuncFunctions())
-    interpreter.register_implementations(NumpyFunctions())
-
-    def host_input(port: dict[str, Any]) -> Any:
-        value = np.asarray(case.prog.inputs[port["name"]])
-        if port["kind"] == "shard":
-            ranges = [(int(a), int(n)) for a, n in port["ranges"]]
-            value = slice_of(value, port["axis"], ranges)
-        return value
-
-    def call(entry: dict[str, Any], args: list[Any]) -> tuple[Any, ...]:
-        return tuple(interpreter.call_op(entry["function"], tuple(args)))
+    host_input, call = interpreted(exported, case.prog.inputs)
 
     got = run_segments(manifest, host_input, call)
     assert len(got) == len(outs)
