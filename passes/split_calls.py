@@ -46,12 +46,12 @@ from tp_dialect.analysis.layouts import Split
 from tp_dialect.analysis.plan import TpPlan
 from tp_dialect.analysis.values import callee
 from tp_dialect.names import value_name
-from tp_dialect.passes.split import _Splitter
+from tp_dialect.passes.split_walk import Splitter
 from tp_dialect.reject import TpReject
 from tp_dialect.signature import NAME_ATTR
 
 
-class EntrySplitter(_Splitter):
+class EntrySplitter(Splitter):
     """The entry function's walk, splitting each callee once at its first call."""
 
     def __init__(self, fn: func.FuncOp, plan: TpPlan, chips: int) -> None:
@@ -160,7 +160,7 @@ class EntrySplitter(_Splitter):
         return True
 
 
-class CalleeSplitter(_Splitter):
+class CalleeSplitter(Splitter):
     """A callee's walk: its arguments seeded with the cuts every call agrees on (see
     `EntrySplitter.cut_weights`); it records which results it stored by ``tp.unshard``."""
 

@@ -25,7 +25,8 @@ Anything else is refused (``cannot-split``), naming the op, the value and why.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
 from xdsl.dialects import arith, tensor
 from xdsl.dialects.builtin import (
@@ -39,19 +40,43 @@ from xdsl.dialects.builtin import (
     TensorType,
 )
 from xdsl.dialects.linalg import ops as linalg
-from xdsl.ir import Attribute, Block, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tp_dialect.analysis.layouts import Split
+from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.linalg_kinds import Argmax
 from tp_dialect.names import value_hint, value_name
 from tp_dialect.ops import MaxLocOp
 
-if TYPE_CHECKING:
-    from tp_dialect.passes.split import _Splitter
+
+class Walk(Protocol):
+    """What these rules use of tp-split's walk (`tp_dialect.passes.split_walk.Splitter`,
+    which calls them): named here so that the walk imports the rules, never the reverse."""
+
+    n: int
+    cut: dict[SSAValue, Split]
+    dead: list[Operation]
+
+    def refuse(self, op: Operation, value: SSAValue, why: str) -> TpDiagnostic: ...
+    def chip_type(self, v: SSAValue, chip: int) -> TensorType: ...
+    def chip_value(self, v: SSAValue, chip: int) -> SSAValue: ...
+    def view(self, v: SSAValue, cut: Split | None, chip: int) -> SSAValue: ...
+    def emit(self, op: Operation) -> Operation: ...
+    def clone_on(
+        self,
+        op: Operation,
+        chip: int,
+        operands: Sequence[SSAValue],
+        result_types: Sequence[Attribute],
+        **properties: Attribute,
+    ) -> Operation: ...
+    def bind(
+        self, op: Operation, per_chip: list[Operation], cuts: Sequence[Split | None]
+    ) -> None: ...
 
 
-def split_gather(s: _Splitter, op: linalg.GenericOp, captured: list[SSAValue]) -> None:
+def split_gather(s: Walk, op: linalg.GenericOp, captured: list[SSAValue]) -> None:
     """``op``, whose body reads the cut values ``captured``, as the chips' masked gathers
     whose results are partial sums (see the module docstring), or refused."""
     table = captured[0]
@@ -142,7 +167,7 @@ def _mask(
     yielded.operands = [masked.result]
 
 
-def split_argmax(s: _Splitter, op: linalg.GenericOp, logits: SSAValue, kind: Argmax) -> None:
+def split_argmax(s: Walk, op: linalg.GenericOp, logits: SSAValue, kind: Argmax) -> None:
     """``op``, the greedy argmax of ``logits`` cut along its reduced loop, as each chip's
     argmax over its run (index offset by the run's start) and one ``tp.maxloc``."""
     cut: Split = s.cut[logits]

@@ -1,8 +1,8 @@
-"""The ``local`` machine calibration: measured figures, the machine file and its MPI side."""
+"""The ``local`` machine calibration: measured figures, the machine file (``tp-calibrate``) and
+its MPI side."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import stat
@@ -23,15 +23,10 @@ from tp_dialect.runtime.calibrate import (
     measure_pingpong,
     measure_stream,
 )
+from tp_dialect.tools import tp_calibrate as cli
 from tp_dialect.tools import tp_run
 
-# By path: xDSL installs a top-level ``benchmarks`` package that shadows the repository's
-# under pytest (``python -m benchmarks.calibrate`` from the repository root finds ours).
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("tp_calibrate_cli", ROOT / "benchmarks/calibrate.py")
-assert _spec is not None and _spec.loader is not None
-cli = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(cli)
 
 # Tiny sizes: every measurement in well under a second.
 TINY = {
@@ -95,17 +90,59 @@ def test_cli_writes_a_file_machine_from_reads(
     assert [p.name for p in tmp_path.iterdir()] == ["local.json"]  # no temporary left
 
 
-def test_cli_runs_as_a_module(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "command",
+    [
+        [str(Path(sys.executable).parent / "tp-calibrate")],
+        [sys.executable, "-m", "benchmarks.calibrate"],
+    ],
+    ids=["installed", "benchmarks"],
+)
+def test_cli_runs_installed_and_as_the_benchmarks_module(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """The console script a plain install has, and ``python -m benchmarks.calibrate`` (make
+    bench's habit) running it."""
     out = tmp_path / "local.json"
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.calibrate", "-o", str(out), *TINY_ARGS],
+        [*command, "-o", str(out), *TINY_ARGS],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
+    assert "interpreter per op" in done.stdout
     assert machine_from(str(out)).name == "local"
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--repeat", "0"], "argument --repeat: 0 must be a finite number at least 1"),
+        (["--ranks=two"], "argument --ranks: not a number: 'two'"),
+        (["--repet", "2"], "unknown flag --repet (did you mean --repeat?)"),
+        (["extra"], "unexpected argument extra"),
+    ],
+)
+def test_bad_arguments_are_one_line_before_any_measuring(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], says: str
+) -> None:
+    out = tmp_path / "local.json"
+    assert cli.main(["-o", str(out), *args]) == 1
+    captured = capsys.readouterr()
+    assert captured.err == f"tp-calibrate: error: {says}\n"
+    assert captured.out == "" and not out.exists()
+
+
+def test_an_unwritable_output_is_refused_before_measuring(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "missing-folder" / "local.json"
+    assert cli.main(["-o", str(out), *TINY_ARGS]) == 1
+    captured = capsys.readouterr()
+    assert captured.err.startswith("tp-calibrate: error: ") and captured.err.count("\n") == 1
+    assert captured.out == ""  # no figure was measured
 
 
 def test_tp_run_dry_run_on_the_local_machine(

@@ -7,7 +7,8 @@ types written there once — ``: (types)`` before ``->`` is read too —, output
 ``tp.link k sends(...) receives [...]``: the k-th place the program halts for transfers —
 the tensors it sends, by buffer name, and the ones it receives (its results). ``tp.relay``
 holds the host's schedule: ``tp.run_to`` (run a chip to a halt) and ``tp.copy`` (copy a sent
-buffer from one chip to another), round by round.
+buffer from one chip to another), round by round. `uses_through_programs`: what finally reads
+a value handed into chip programs (the ports' roles are read through it, `signature.ports`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 
 from xdsl.dialects.builtin import I64, ArrayAttr, DenseArrayBase, IntegerAttr, StringAttr, i64
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Attribute, Block, BlockArgument, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Region, SSAValue, Use
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
@@ -433,6 +434,21 @@ class CopyOp(IRDLOperation):
         _check_chip(self, dst, f'destination of "{name}"')
         if src == dst:
             raise VerifyException(f"'tp.copy' of \"{name}\" goes from chip {src} to itself")
+
+
+def uses_through_programs(value: SSAValue) -> list[Use]:
+    """Every use of ``value``, where a use as a chip program's operand is replaced by the
+    uses of the block argument it binds (repeatedly): what finally reads the value, in
+    whichever program. A block argument no op reads contributes nothing."""
+    found: list[Use] = []
+    pending = [value]
+    while pending:
+        for use in pending.pop().uses:
+            if isinstance(use.operation, ChipProgramOp):
+                pending.append(use.operation.body.block.args[use.index])
+            else:
+                found.append(use)
+    return found
 
 
 def chip_group(func: FuncOp) -> str | None:

@@ -35,9 +35,9 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.func import CallOp, FuncOp
 from xdsl.ir import Attribute, BlockArgument
 
-from tp_dialect.analysis.values import uses_through_programs
 from tp_dialect.dtypes import dtype_name, numpy_dtype
 from tp_dialect.ops import ShardOp
+from tp_dialect.program_ops import uses_through_programs
 
 
 class BindError(ValueError):

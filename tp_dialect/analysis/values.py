@@ -6,9 +6,9 @@ binds the function arguments it is handed to its block arguments and hands its o
 through ``tp.finish``, and the relay copies a buffer one program sends (``tp.link … sends``)
 into the program that receives it under the same name. `origin` undoes that wrapping;
 `visible` goes the other way (a value as the statements after its section see it); and
-`uses_through_programs` lists what finally reads a value handed into chip programs.
-Analyses that must give the same answer at every stage (the manifest, the host loader) go
-through these three, so a new wrapper needs teaching here only.
+`tp_dialect.program_ops.uses_through_programs` lists what finally reads a value handed into
+chip programs. Analyses that must give the same answer at every stage (the manifest, the host
+loader) go through these three, so a new wrapper needs teaching here only.
 
 An outlined program adds calls (``@decode`` calls ``@layer`` once a layer): `walk_calls`
 visits what one run executes, each callee once per call (`count_run` counts it, each
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
-from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue, Use
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.traits import SymbolTable
 
 from tp_dialect.ops import SectionOp, ShardOp, YieldOp
@@ -95,21 +95,6 @@ def visible(value: SSAValue) -> SSAValue:
                 break
         else:
             return value
-
-
-def uses_through_programs(value: SSAValue) -> list[Use]:
-    """Every use of ``value``, where a use as a chip program's operand is replaced by the
-    uses of the block argument it binds (repeatedly): what finally reads the value, in
-    whichever program. A block argument no op reads contributes nothing."""
-    found: list[Use] = []
-    pending = [value]
-    while pending:
-        for use in pending.pop().uses:
-            if isinstance(use.operation, ChipProgramOp):
-                pending.append(use.operation.body.block.args[use.index])
-            else:
-                found.append(use)
-    return found
 
 
 def shard_of(value: SSAValue, sends: Mapping[str, SSAValue] | None = None) -> ShardOp | None:

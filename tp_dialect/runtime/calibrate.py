@@ -131,6 +131,7 @@ def measure_interpreter(machine: Machine, repeat: int = 3) -> dict[str, float]:
     runs, less its sections' roofline, over the ops the model counts in them (``per_op``);
     also the step's time and op count."""
     from xdsl.ir import BlockArgument
+    from xdsl.parser import Parser
 
     from tp_dialect.analysis.cost import op_cost
     from tp_dialect.analysis.programs import index_programs
@@ -146,7 +147,6 @@ def measure_interpreter(machine: Machine, repeat: int = 3) -> dict[str, float]:
     from tp_dialect.runtime.reference import bind
     from tp_dialect.runtime.relay_exec import ChipRunner
     from tp_dialect.signature import entry_function, ports
-    from tp_dialect.tools.source import parse_module
     from tp_dialect.universe import tp_context
 
     text = generate(Qwen3Config.preset("tiny", layers=2, chips=1))
@@ -155,7 +155,7 @@ def measure_interpreter(machine: Machine, repeat: int = 3) -> dict[str, float]:
     ops = 0
     roof = 0.0
     for _ in range(max(repeat, 1)):
-        module, _ = parse_module(tp_context(), text, "<tiny>")
+        module = Parser(tp_context(), text, "<tiny>").parse_module()
         module = lowered(module, "tp-relocate,tp-transfers,tp-link-points")
         func = entry_function(module)
         placement = place_weights(
@@ -476,9 +476,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _stream_rank(args.k, args.n, args.iters, args.touch)
         return 0
     if not args.pingpong:
-        p.error(
-            "only --pingpong or --stream runs here; calibrate with python -m benchmarks.calibrate"
-        )
+        p.error("only --pingpong or --stream runs here; calibrate with tp-calibrate")
     _pingpong_rank(args.large, args.iters)
     return 0
 

@@ -30,9 +30,8 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.interpreters.func import FuncFunctions
 
 from tp_dialect.analysis.manifest import read_manifest
-from tp_dialect.analysis.values import uses_through_programs
 from tp_dialect.ops import ShardOp, UnshardOp
-from tp_dialect.program_ops import ChipProgramOp
+from tp_dialect.program_ops import ChipProgramOp, uses_through_programs
 from tp_dialect.runtime.checkpoint import TensorSource, place_weights, reads_for
 from tp_dialect.runtime.numpy_impls import LocatingInterpreter, NumpyFunctions
 from tp_dialect.runtime.reference import bind
