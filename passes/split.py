@@ -44,6 +44,7 @@ from xdsl.passes import ModulePass
 from tp_dialect.analysis.plan import PlanError, TpPlan, hf_plan_for, load_plan, shipped_plans
 from tp_dialect.attrs import chip_of
 from tp_dialect.diagnostics import TpDiagnostic
+from tp_dialect.grid import CHIPS_ATTR
 from tp_dialect.names import value_name
 from tp_dialect.passes.preconditions import MAX_LOWERED_CHIPS
 from tp_dialect.passes.split_calls import EntrySplitter
@@ -105,7 +106,7 @@ def split_by_plan(module: ModuleOp, plan: TpPlan, chips: int, certify: bool = Tr
     finally:
         if collecting:
             gc.enable()
-    module.attributes["tp.chips"] = IntegerAttr(chips, i64)
+    module.attributes[CHIPS_ATTR] = IntegerAttr(chips, i64)
     # What tp-split writes is a tensor-parallel program of its own: certify it where the
     # shard obligation holds (tp-verify names why where it does not).
     if certify:
@@ -114,7 +115,7 @@ def split_by_plan(module: ModuleOp, plan: TpPlan, chips: int, certify: bool = Tr
 
 def _refuse_split_input(module: ModuleOp) -> None:
     """A program already over chips is not split again."""
-    stated = module.attributes.get("tp.chips")
+    stated = module.attributes.get(CHIPS_ATTR)
     if isinstance(stated, IntegerAttr) and stated.value.data != 1:
         raise TpReject.CANNOT_SPLIT.at(
             module,

@@ -45,6 +45,10 @@ def test_regular_install_maps_passes_and_tools_under_tp_dialect(tmp_path: Path) 
     entry_points = (dist / "entry_points.txt").read_text()
     assert "[xdsl.universe]" in entry_points
     assert "tp = tp_dialect.passes.universe:TP_UNIVERSE" in entry_points
+    # every tool a plain install has, calibration included (it used to live in benchmarks/)
+    for tool in ("tp_opt", "tp_gen", "tp_run", "tp_generate", "tp_calibrate"):
+        script = f"{tool.replace('_', '-')} = tp_dialect.tools.{tool}:main"
+        assert script in entry_points, script
     probe = subprocess.run(
         [
             sys.executable,
@@ -52,6 +56,7 @@ def test_regular_install_maps_passes_and_tools_under_tp_dialect(tmp_path: Path) 
             # every tool, so every subpackage it reaches must have been installed
             "import tp_dialect, tp_dialect.passes, tp_dialect.tools.tp_opt;"
             "import tp_dialect.tools.tp_gen, tp_dialect.tools.tp_run, tp_dialect.runtime.model;"
+            "import tp_dialect.tools.tp_calibrate;"
             "from tp_dialect.analysis.plan import load_plan;"
             "assert load_plan('gpt2').entries and load_plan('qwen3').entries;"
             "print(tp_dialect.__file__)",
