@@ -298,7 +298,9 @@ def test_two_modules_never_share_a_plan() -> None:
 # -- layering ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("module", ["tp_dialect.linalg_kinds", "tp_dialect.shims"])
+@pytest.mark.parametrize(
+    "module", ["tp_dialect.linalg_kinds", "tp_dialect.shims", "tp_dialect.op_tags"]
+)
 def test_ir_level_modules_import_nothing_above_them(module: str) -> None:
     """Invariant: importing an IR-level module loads no analysis, runtime or pass module."""
     code = (
