@@ -16,10 +16,11 @@ import math
 import os
 from dataclasses import asdict, dataclass, fields, replace
 
+from tp_dialect.errors import TpError
 from tp_dialect.jsonfile import parse_json, read_json_text
 
 
-class MachineError(ValueError):
+class MachineError(ValueError, TpError):
     """A machine description that cannot be used, with the reason."""
 
 

@@ -18,12 +18,13 @@ from dataclasses import dataclass, field
 from xdsl.dialects.builtin import DictionaryAttr, FloatAttr, IntegerAttr, IntegerType, StringAttr
 from xdsl.ir import Attribute
 
+from tp_dialect.errors import TpError
 from tp_dialect.frontend.emitter import Emitter, TensorT, Value, chip_hint, float_literal
 from tp_dialect.frontend.family import Family, result_attrs
 from tp_dialect.op_tags import OpTag
 
 
-class GenError(ValueError):
+class GenError(ValueError, TpError):
     """A configuration the generator refuses, with the reason."""
 
 

@@ -46,6 +46,7 @@ from tp_dialect.analysis.programs import check_programs, relay_steps
 from tp_dialect.analysis.relay import Copy
 from tp_dialect.analysis.values import count_run
 from tp_dialect.dtypes import numpy_dtype
+from tp_dialect.errors import TpError
 from tp_dialect.grid import CHIPS_ATTR, stated_chips
 from tp_dialect.passes.preconditions import MAX_LOWERED_CHIPS
 from tp_dialect.program_ops import ChipProgramOp
@@ -78,7 +79,7 @@ def rank_of_pid(directory: str, pid: int) -> int | None:
         return None
 
 
-class MpiError(Exception):
+class MpiError(TpError):
     """A one-line error of an MPI run."""
 
 
