@@ -300,7 +300,13 @@ def test_two_modules_never_share_a_plan() -> None:
 
 @pytest.mark.parametrize(
     "module",
-    ["tp_dialect.linalg_kinds", "tp_dialect.shims", "tp_dialect.op_tags", "tp_dialect.errors"],
+    [
+        "tp_dialect.linalg_kinds",
+        "tp_dialect.shims",
+        "tp_dialect.op_tags",
+        "tp_dialect.errors",
+        "tp_dialect.machine",
+    ],
 )
 def test_ir_level_modules_import_nothing_above_them(module: str) -> None:
     """Invariant: importing an IR-level module loads no analysis, runtime or pass module."""

@@ -14,7 +14,7 @@ every other question goes to the base shim. Two sections the lowering itself mak
 collective or a fold and are admitted, because neither hides a fold from the collective — each
 *is* that collective, lowered (`TensorParallelShim.fits` says why). Where work lives it asks a
 `Placement` (the analysis layer's `Provenance` is one): this module is IR level and imports no
-analysis.
+analysis (the SN40L's SRAM is the machine description's, `tp_dialect.machine`, also IR level).
 
 A generic is a matmul when it is a contraction and a reduction when it reduces otherwise, as
 `tp_dialect.linalg_kinds` defines them (a sum of squares is a contraction), unless its ``doc``
@@ -36,6 +36,7 @@ from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation, SSAValue
 
 from tp_dialect.linalg_kinds import is_contraction, nbytes, reduced_size, reduces
+from tp_dialect.machine import MACHINES
 from tp_dialect.op_tags import OpClass, tag_of
 from tp_dialect.ops import (
     AllReduceOp,
@@ -244,7 +245,7 @@ class Sn40lShim:
     its intermediates in on-chip SRAM; with ``int8_activations`` a matmul reads its
     activation operand as per-tensor int8."""
 
-    sram_bytes: float = 520e6
+    sram_bytes: float = MACHINES["sn40l"].sram_bytes  # the machine description's, stated once
     int8_activations: bool = False
 
     def name(self) -> str:
