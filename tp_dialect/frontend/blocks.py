@@ -21,6 +21,7 @@ from xdsl.ir import Attribute
 from tp_dialect.errors import TpError
 from tp_dialect.frontend.emitter import Emitter, TensorT, Value, chip_hint, float_literal
 from tp_dialect.frontend.family import Family, result_attrs
+from tp_dialect.grid import CHIPS_ATTR
 from tp_dialect.op_tags import OpTag
 
 
@@ -99,7 +100,7 @@ class DecodeFunction:
         res = ", ".join(f"{v.type} {result_attrs(name)}" for v, name in self.results)
         head = [
             comment,
-            f"builtin.module attributes {{tp.chips = {chips} : i64, tp.config = {config}}} {{",
+            f"builtin.module attributes {{{CHIPS_ATTR} = {chips} : i64, tp.config = {config}}} {{",
             *before,
             f"  func.func @{self.entry}({args}) -> ({res}) {{",
         ]
