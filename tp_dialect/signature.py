@@ -37,10 +37,11 @@ from xdsl.ir import Attribute, BlockArgument
 
 from tp_dialect.analysis.values import uses_through_programs
 from tp_dialect.dtypes import dtype_name, numpy_dtype
+from tp_dialect.errors import TpError
 from tp_dialect.ops import ShardOp
 
 
-class BindError(ValueError):
+class BindError(ValueError, TpError):
     """An argument missing, or of the wrong shape or dtype: names expected and found."""
 
 
