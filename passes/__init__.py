@@ -7,11 +7,7 @@ folds, tp-raise-allreduce's inverse); tp-inline (an outlined program's calls inl
 form); and tp-export (per-chip programs as plain-MLIR segments). Classes are imported on
 demand, as xDSL's own registry does, so listing passes stays cheap.
 On an outlined program (``@decode`` calling ``@layer``) the lowering passes place the
-callee's statements once, for every call: a call to a function holding chip work stays a
-bare statement of its caller (never in a section; alone in a phase), the caller's other
-statements are placed as ever, and tp-link-points splits the callee once into one per-chip
-function per chip, which each chip's program calls once a layer (`link_calls`);
-`tp_dialect.analysis.calls` says which calls and why.
+callee's statements once, for every call: docs/outlining.md.
 Beside them: `options` (typed options), `rewrites` (rewriter steps the patterns share) and
 `universe` (xDSL's ``xdsl.universe`` entry point: the dialect and these passes).
 """

@@ -39,19 +39,11 @@ from xdsl.ir import Operation
 from tp_dialect.analysis.calls import ChipWork, lowered_functions
 from tp_dialect.analysis.touch import statements
 from tp_dialect.diagnostics import TpDiagnostic
-from tp_dialect.grid import CHIPS_ATTR, stated_chips
+from tp_dialect.grid import CHIPS_ATTR, MAX_LOWERED_CHIPS, stated_chips
 from tp_dialect.ops import SectionOp, TransferOp
 from tp_dialect.program_ops import ChipProgramOp, RelayOp
 from tp_dialect.reject import TpReject
 from tp_dialect.signature import BindError, entry_function
-
-MAX_LOWERED_CHIPS = 1024
-"""The most chips work is written for one chip at a time: a replicated statement's section
-(tp-relocate, tp-fuse) lists each chip, tp-link-points writes a program for each, and
-tp-split writes each op it cuts once per chip (its ``chips=``). That output grows with N: at
-1024 chips a one-statement program lowers to per-chip programs in about a second. Tensor
-parallelism stops paying long before that (every chip's slice of a 4096-wide layer would be 4
-columns)."""
 
 
 def chips_to_place(module: ModuleOp, pass_name: str) -> int:

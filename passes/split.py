@@ -44,9 +44,8 @@ from xdsl.passes import ModulePass
 from tp_dialect.analysis.plan import PlanError, TpPlan, hf_plan_for, load_plan, shipped_plans
 from tp_dialect.attrs import chip_of
 from tp_dialect.diagnostics import TpDiagnostic
-from tp_dialect.grid import CHIPS_ATTR
+from tp_dialect.grid import CHIPS_ATTR, MAX_LOWERED_CHIPS
 from tp_dialect.names import value_name
-from tp_dialect.passes.preconditions import MAX_LOWERED_CHIPS
 from tp_dialect.passes.split_calls import EntrySplitter
 from tp_dialect.passes.split_walk import Splitter
 from tp_dialect.passes.verify import certify_if_sound

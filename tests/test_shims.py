@@ -178,3 +178,12 @@ def test_a_fusion_of_qwen3_grown_op_by_op_answers_as_fits_on_the_whole(chips: in
     prov = Provenance(module)
     for base in _BASES:
         assert _grown_as_whole(module, TensorParallelShim(base, prov)) > 0
+
+
+def test_the_sn40l_shim_reads_the_machine_description() -> None:
+    """Invariant: the SN40L's SRAM is stated once, in the machine description; the shim's is
+    that very number (the same object, not an equal literal written again)."""
+    from tp_dialect.machine import MACHINES
+
+    assert Sn40lShim().sram_bytes is MACHINES["sn40l"].sram_bytes
+    assert SHIMS["sn40l-int8"].sram_bytes == MACHINES["sn40l"].sram_bytes  # type: ignore[attr-defined]

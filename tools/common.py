@@ -10,14 +10,15 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from tp_dialect.errors import TpError
 from tp_dialect.runtime.files import OutputError, check_output, write_whole
 
 
-class UserError(Exception):
+class UserError(TpError):
     """A one-line error for the user (no location): bad flags, missing files, bad data."""
 
 
-class LocatedError(Exception):
+class LocatedError(TpError):
     """An error about a place in a source file; its message is already ``file:line:col: ...``."""
 
 

@@ -30,6 +30,7 @@ from tp_dialect.analysis.machine import MachineError
 from tp_dialect.analysis.stats import format_stats, pipeline_stats
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.frontend.qwen3 import GenError
+from tp_dialect.grid import CHIPS_ATTR
 from tp_dialect.runtime import mpi_exec
 from tp_dialect.runtime.checkpoint import (
     CASTS,
@@ -246,7 +247,7 @@ def _run(args: argparse.Namespace, module: ModuleOp, source_map: SourceMap) -> i
     source = source_of(args, module)
     inputs = inputs_of(args, module, source)
     check_sources(args, module, source, inputs)
-    chips = module.attributes.get("tp.chips")
+    chips = module.attributes.get(CHIPS_ATTR)
     where = f"{args.program} ({chips.value.data if chips else 1} chip(s)"
     if args.backend == "iree":
         outputs, load_s, run = execute_iree(args, module, source, inputs)

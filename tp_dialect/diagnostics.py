@@ -8,8 +8,10 @@ from __future__ import annotations
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import PassFailedException
 
+from tp_dialect.errors import TpError
 
-class TpDiagnostic(PassFailedException):
+
+class TpDiagnostic(PassFailedException, TpError):
     """A refusal about one op: the op (to locate it) and a one-line message."""
 
     def __init__(self, op: Operation | None, message: str) -> None:

@@ -19,6 +19,14 @@ from tp_dialect.attrs import ChipAttr
 
 CHIPS_ATTR = "tp.chips"
 
+MAX_LOWERED_CHIPS = 1024
+"""The most chips work is written for one chip at a time: a replicated statement's section
+(tp-relocate, tp-fuse) lists each chip, tp-link-points writes a program for each, and
+tp-split writes each op it cuts once per chip (its ``chips=``). That output grows with N: at
+1024 chips a one-statement program lowers to per-chip programs in about a second. Tensor
+parallelism stops paying long before that (every chip's slice of a 4096-wide layer would be 4
+columns)."""
+
 
 def stated_chips(op: Operation) -> int | None:
     """N as stated by the nearest enclosing module (or ``op`` itself), else None."""

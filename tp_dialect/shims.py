@@ -14,11 +14,12 @@ every other question goes to the base shim. Two sections the lowering itself mak
 collective or a fold and are admitted, because neither hides a fold from the collective — each
 *is* that collective, lowered (`TensorParallelShim.fits` says why). Where work lives it asks a
 `Placement` (the analysis layer's `Provenance` is one): this module is IR level and imports no
-analysis.
+analysis (the SN40L's SRAM is the machine description's, `tp_dialect.machine`, also IR level).
 
 A generic is a matmul when it is a contraction and a reduction when it reduces otherwise, as
 `tp_dialect.linalg_kinds` defines them (a sum of squares is a contraction), unless its ``doc``
-tag names a norm, a softmax or a RoPE.
+is a tag a frontend writes (`tp_dialect.op_tags.OpTag`, defined there with `OpClass`): then it
+is of the tag's class (a LayerNorm's or an RMSNorm's sum of squares is a norm).
 """
 
 from __future__ import annotations
@@ -29,12 +30,14 @@ from enum import Enum
 from typing import Protocol
 
 from xdsl.dialects import arith, tensor
-from xdsl.dialects.builtin import StringAttr, TensorType
+from xdsl.dialects.builtin import TensorType
 from xdsl.dialects.func import ReturnOp
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation, SSAValue
 
 from tp_dialect.linalg_kinds import is_contraction, nbytes, reduced_size, reduces
+from tp_dialect.machine import MACHINES
+from tp_dialect.op_tags import OpClass, tag_of
 from tp_dialect.ops import (
     AllReduceOp,
     BarrierOp,
@@ -55,28 +58,6 @@ from tp_dialect.program_ops import (
     RelayRepeatOp,
     RunToOp,
 )
-
-
-class OpClass(Enum):
-    """What kind of work an op is, as a chip's compiler sees it."""
-
-    MATMUL = "matmul"
-    ELEMENTWISE = "elementwise"
-    REDUCTION = "reduction"
-    NORM = "norm"
-    SOFTMAX = "softmax"
-    ROPE = "rope"
-    CACHE_SCATTER = "cache-scatter"  # an in-place write into a cache
-    GATHER = "gather"  # a slice read out of a tensor
-    RESHAPE = "reshape"
-    CONCAT = "concat"
-    FILL = "fill"
-    LOAD = "load"  # a chip's slice of a host tensor (tp.shard)
-    STORE = "store"  # the host's store of chip tensors (tp.unshard)
-    COLLECTIVE = "collective"  # an all-reduce, a maxloc, a transfer, a link point, a host copy
-    SCALAR = "scalar"
-    CONSTANT = "constant"
-    OTHER = "other"  # an op tp does not know: no chip is assumed to have a kernel for it
 
 
 class Support(Enum):
@@ -110,12 +91,11 @@ _CONTROL = (
 
 
 def classify(op: Operation) -> OpClass:
-    """The class of one op (a linalg.generic by its structure and its ``doc`` tag)."""
+    """The class of one op (a linalg.generic by its ``doc`` tag, `OpTag.op_class`, else by
+    its structure)."""
     if isinstance(op, linalg.GenericOp):
-        doc = op.doc.data if isinstance(op.doc, StringAttr) else ""
-        tagged = {"rms_norm": OpClass.NORM, "softmax": OpClass.SOFTMAX, "rope": OpClass.ROPE}
-        if doc in tagged:
-            return tagged[doc]
+        if (tag := tag_of(op)) is not None:
+            return tag.op_class
         if not reduces(op):
             return OpClass.ELEMENTWISE
         return OpClass.MATMUL if is_contraction(op) else OpClass.REDUCTION
@@ -265,7 +245,7 @@ class Sn40lShim:
     its intermediates in on-chip SRAM; with ``int8_activations`` a matmul reads its
     activation operand as per-tensor int8."""
 
-    sram_bytes: float = 520e6
+    sram_bytes: float = MACHINES["sn40l"].sram_bytes  # the machine description's, stated once
     int8_activations: bool = False
 
     def name(self) -> str:

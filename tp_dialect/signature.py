@@ -36,11 +36,12 @@ from xdsl.dialects.func import CallOp, FuncOp
 from xdsl.ir import Attribute, BlockArgument
 
 from tp_dialect.dtypes import dtype_name, numpy_dtype
+from tp_dialect.errors import TpError
 from tp_dialect.ops import ShardOp
 from tp_dialect.program_ops import uses_through_programs
 
 
-class BindError(ValueError):
+class BindError(ValueError, TpError):
     """An argument missing, or of the wrong shape or dtype: names expected and found."""
 
 

@@ -48,6 +48,7 @@ from tp_dialect.analysis.calls import ChipWork
 from tp_dialect.analysis.chip_calls import chip_function, tag_of
 from tp_dialect.analysis.touch import SectionTouch, is_constant, statements, storage
 from tp_dialect.analysis.values import origin
+from tp_dialect.errors import TpError
 from tp_dialect.names import call_tag, in_layer, value_name
 from tp_dialect.ops import SectionOp, ShardOp, TransferOp
 from tp_dialect.program_ops import ChipProgramOp
@@ -55,7 +56,7 @@ from tp_dialect.program_ops import ChipProgramOp
 PHASE_ATTR = "tp.phase"
 
 
-class CallError(Exception):
+class CallError(TpError):
     """A program whose lowered calls cannot be followed (recursion, a call sharing a phase)."""
 
 

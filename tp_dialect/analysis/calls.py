@@ -24,13 +24,7 @@ every call).
 What a lowered call reads and where its results are held, as a statement of its caller, is
 `tp_dialect.analysis.call_summary`.
 
-What each pass does with calls: tp-relocate and tp-fuse place (fuse) the callee's
-statements once and leave lowered calls bare; tp-raise-allreduce raises folds in every
-function; tp-legalize checks the callee's ops where they stand; tp-transfers and tp-phase
-place the callee's transfers and phases once, callees first, then the caller's around each
-call; tp-verify follows every call context (the certificate covers callee and callers) and
-refuses a call placing work inside placed work; tp-link-points splits each callee once into
-per-chip functions that the chips' programs call (`tp_dialect.analysis.chip_calls`).
+What each pass does with calls, and why: docs/outlining.md.
 """
 
 from __future__ import annotations

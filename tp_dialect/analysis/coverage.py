@@ -69,6 +69,7 @@ from tp_dialect.analysis.provenance import Solver
 from tp_dialect.analysis.values import origin
 from tp_dialect.attrs import chip_of
 from tp_dialect.diagnostics import TpDiagnostic
+from tp_dialect.errors import TpError
 from tp_dialect.linalg_kinds import LoopView, is_zeros, loop_view, sums_each_point
 from tp_dialect.names import value_name
 from tp_dialect.ops import Collective, ShardOp, UnshardOp
@@ -79,7 +80,7 @@ Calls = tuple[tuple[func.CallOp, func.FuncOp], ...]  # outermost first
 MAX_CONTEXTS = 64  # call chains into one collective's function; beyond: not provable
 
 
-class Unproven(Exception):
+class Unproven(TpError):
     """A partial the rule refuses; ``how`` says why, ``reason`` which refusal it is."""
 
     def __init__(self, chip: int, how: str, reason: TpReject = TpReject.SLICES_GAP) -> None:

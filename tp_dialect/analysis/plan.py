@@ -50,6 +50,7 @@ from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 
+from tp_dialect.errors import TpError
 from tp_dialect.jsonfile import parse_json, read_json_text
 
 STYLES = (
@@ -78,7 +79,7 @@ HF_PLANS = {
 }
 
 
-class PlanError(ValueError):
+class PlanError(ValueError, TpError):
     """A plan file that cannot be read or says something tp-split does not understand."""
 
 

@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from tp_dialect.errors import TpError
 from tp_dialect.program_ops import tag_index
 
 
@@ -48,7 +49,7 @@ class Copy:
 RelayStep = RunTo | Copy
 
 
-class Deadlock(Exception):
+class Deadlock(TpError):
     """No chip can move: ``where[c]`` says where chip c stands and what it waits for."""
 
     def __init__(self, where: Mapping[int, str]) -> None:

@@ -18,11 +18,14 @@ from dataclasses import dataclass, field
 from xdsl.dialects.builtin import DictionaryAttr, FloatAttr, IntegerAttr, IntegerType, StringAttr
 from xdsl.ir import Attribute
 
+from tp_dialect.errors import TpError
 from tp_dialect.frontend.emitter import Emitter, TensorT, Value, chip_hint, float_literal
 from tp_dialect.frontend.family import Family, result_attrs
+from tp_dialect.grid import CHIPS_ATTR
+from tp_dialect.op_tags import OpTag
 
 
-class GenError(ValueError):
+class GenError(ValueError, TpError):
     """A configuration the generator refuses, with the reason."""
 
 
@@ -97,7 +100,7 @@ class DecodeFunction:
         res = ", ".join(f"{v.type} {result_attrs(name)}" for v, name in self.results)
         head = [
             comment,
-            f"builtin.module attributes {{tp.chips = {chips} : i64, tp.config = {config}}} {{",
+            f"builtin.module attributes {{{CHIPS_ATTR} = {chips} : i64, tp.config = {config}}} {{",
             *before,
             f"  func.func @{self.entry}({args}) -> ({res}) {{",
         ]
@@ -339,7 +342,7 @@ def attention(
             "linalg.yield %r : f32",
         ],
         ["s", "o"],
-        doc="softmax",
+        doc=OpTag.SOFTMAX,
     )
     neg_infs = e.filled(chip_hint("neg_infs", qt.chip), rt, neg_inf)
     mx = reduce_positions(e, f"{tag}_max", masked, neg_infs, "maximumf", sc_l)
@@ -351,7 +354,7 @@ def attention(
         "",
         ["%z = arith.subf %s, %mx : f32", "%r = math.exp %z : f32", "linalg.yield %r : f32"],
         ["s", "mx", "o"],
-        doc="softmax",
+        doc=OpTag.SOFTMAX,
     )
     zeros = e.filled(chip_hint("zeros", qt.chip), rt, e.scalar("zero", 0.0))
     total = reduce_positions(e, f"{tag}_sum", ex, zeros, "addf", sc_l)
@@ -363,7 +366,7 @@ def attention(
         "",
         ["%r = arith.divf %x, %t : f32", "linalg.yield %r : f32"],
         ["x", "t", "o"],
-        doc="softmax",
+        doc=OpTag.SOFTMAX,
     )
     return e.einsum(f"{tag}_attn", f"{sc_l},bkmd->{q_l}", probs, values, qt)
 
@@ -381,5 +384,5 @@ def reduce_positions(
         "m",
         [f"%r = arith.{combine} %acc, %s : f32", "linalg.yield %r : f32"],
         ["s", "acc"],
-        doc="softmax",
+        doc=OpTag.SOFTMAX,
     )

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from tp_dialect.frontend.blocks import GenError
-from tp_dialect.passes.preconditions import MAX_LOWERED_CHIPS
+from tp_dialect.grid import MAX_LOWERED_CHIPS
 
 I64_MAX = 2**63 - 1
 MAX_TENSOR_BYTES = I64_MAX

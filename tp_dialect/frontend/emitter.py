@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tp_dialect.attrs import ChipAttr, SliceAttr
+from tp_dialect.op_tags import OpTag
 
 
 @dataclass(frozen=True)
@@ -124,10 +125,10 @@ class Emitter:
         reduced: str,
         body: Sequence[str],
         arg_names: Sequence[str],
-        doc: str | None = None,
+        doc: OpTag | None = None,
     ) -> Value:
         """``linalg.generic`` over iteration letters ``order`` (``reduced`` ones reduce).
-        ``doc`` names what it is part of (rms_norm, rope, softmax, silu) for op classes.
+        ``doc`` tags what it is part of (an `OpTag`: the shims class it by the tag).
 
         ``ins``/``out`` pair a value (or, for out, a fresh empty of that type) with the
         letters indexing it; ``body`` is the region's ops, ``arg_names`` its block args.
@@ -187,8 +188,8 @@ class Emitter:
         )
 
 
-def _doc(doc: str | None) -> str:
-    return "" if doc is None else f'doc = "{doc}", '
+def _doc(doc: OpTag | None) -> str:
+    return "" if doc is None else f"{doc.attr_text()}, "
 
 
 @functools.cache

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from tp_dialect.frontend.blocks import OUT_IN, DecodeFunction, GenError, linear
 from tp_dialect.frontend.emitter import Emitter, TensorT, Value, affine_map
 from tp_dialect.frontend.family import Family
+from tp_dialect.op_tags import OpTag
 
 STEPS = ("prefill", "decode")
 
@@ -91,7 +92,7 @@ def embedding(e: Emitter, hint: str, ids: Value, table: Value) -> Value:
             f"linalg.yield {v} : f32",
         ],
         ["id", "o"],
-        doc="embedding",
+        doc=OpTag.EMBEDDING,
     )
 
 
@@ -117,7 +118,7 @@ def position_embedding(e: Emitter, hint: str, ids: Value, pos: Value, table: Val
             f"linalg.yield {v} : f32",
         ],
         ["id", "o"],
-        doc="position_embedding",
+        doc=OpTag.POSITION_EMBEDDING,
     )
 
 
@@ -141,7 +142,7 @@ def argmax(e: Emitter, logits: Value) -> Value:
     maps = ", ".join(affine_map(x, "bv") for x in ("bv", "b", "b"))
     mx, ids = e.fresh("max_logit"), e.fresh("next_ids")
     e.line(
-        f'{mx}, {ids} = linalg.generic {{doc = "argmax", indexing_maps = [{maps}], '
+        f"{mx}, {ids} = linalg.generic {{{OpTag.ARGMAX.attr_text()}, indexing_maps = [{maps}], "
         f'iterator_types = ["parallel", "reduction"]}} ins({logits} : {lt}) '
         f"outs({m0}, {i0} : {max_t}, {ids_t}) {{"
     )

@@ -11,6 +11,7 @@ import math
 from collections.abc import Sequence
 
 from tp_dialect.frontend.emitter import Emitter, TensorT, Value, chip_hint
+from tp_dialect.op_tags import OpTag
 
 _LETTERS = "bcdefgh"
 
@@ -45,7 +46,7 @@ def rms_norm(e: Emitter, hint: str, x: Value, w: Value, eps: float) -> Value:
             "linalg.yield %s : f32",
         ],
         ["x", "acc"],
-        doc="rms_norm",
+        doc=OpTag.RMS_NORM,
     )
     n = e.scalar(f"n{xt.shape[-1]}", float(xt.shape[-1]))
     eps_v = e.scalar("eps", eps)
@@ -66,7 +67,7 @@ def rms_norm(e: Emitter, hint: str, x: Value, w: Value, eps: float) -> Value:
             "linalg.yield %res : f32",
         ],
         ["x", "ss", "w", "o"],
-        doc="rms_norm",
+        doc=OpTag.RMS_NORM,
     )
 
 
@@ -90,7 +91,7 @@ def layer_norm(e: Emitter, hint: str, x: Value, w: Value, bias: Value, eps: floa
         "z",
         ["%s = arith.addf %acc, %x : f32", "linalg.yield %s : f32"],
         ["x", "acc"],
-        doc="layer_norm",
+        doc=OpTag.LAYER_NORM,
     )
     centred = e.generic(
         f"{hint}_centred",
@@ -104,7 +105,7 @@ def layer_norm(e: Emitter, hint: str, x: Value, w: Value, bias: Value, eps: floa
             "linalg.yield %c : f32",
         ],
         ["x", "s", "o"],
-        doc="layer_norm",
+        doc=OpTag.LAYER_NORM,
     )
     ss = e.generic(
         f"{hint}_ss",
@@ -118,7 +119,7 @@ def layer_norm(e: Emitter, hint: str, x: Value, w: Value, bias: Value, eps: floa
             "linalg.yield %s : f32",
         ],
         ["c", "acc"],
-        doc="layer_norm",
+        doc=OpTag.LAYER_NORM,
     )
     eps_v = e.scalar("ln_eps", eps)
     ext_w, wv = _widened("w", w)
@@ -141,7 +142,7 @@ def layer_norm(e: Emitter, hint: str, x: Value, w: Value, bias: Value, eps: floa
             "linalg.yield %res : f32",
         ],
         ["c", "ss", "w", "bias", "o"],
-        doc="layer_norm",
+        doc=OpTag.LAYER_NORM,
     )
 
 
@@ -174,7 +175,7 @@ def gelu_tanh(e: Emitter, hint: str, x: Value) -> Value:
             "linalg.yield %y : f32",
         ],
         ["x", "o"],
-        doc="gelu",
+        doc=OpTag.GELU,
     )
 
 
@@ -200,7 +201,7 @@ def silu_mul(e: Emitter, hint: str, g: Value, u: Value) -> Value:
             "linalg.yield %y : f32",
         ],
         ["g", "u", "o"],
-        doc="silu",
+        doc=OpTag.SILU,
     )
 
 
@@ -288,7 +289,7 @@ def rope_tables(
                     "linalg.yield %r : f32",
                 ],
                 ["inv", "o"],
-                doc="rope",
+                doc=OpTag.ROPE,
             )
         )
     return tables[0], tables[1]
@@ -331,7 +332,7 @@ def rope(e: Emitter, hint: str, x: Value, cos: Value, sin: Value) -> Value:
                     "linalg.yield %r : f32",
                 ],
                 ["x", "y", "c", "s", "o"],
-                doc="rope",
+                doc=OpTag.ROPE,
             )
         )
     return e.bind(

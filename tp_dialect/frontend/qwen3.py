@@ -40,6 +40,7 @@ from tp_dialect.frontend.emitter import TensorT, Value
 from tp_dialect.frontend.family import Family
 from tp_dialect.frontend.outline import LayerFunction, call_layer
 from tp_dialect.frontend.split import split_text
+from tp_dialect.op_tags import OpTag
 
 PRESETS: dict[str, dict[str, int | float]] = {
     # Small enough for property tests; GQA (2 query heads per KV head) and 8 KV heads,
@@ -341,7 +342,7 @@ class _Writer:
                         "linalg.yield %r : f32",
                     ],
                     ["inv", "o"],
-                    doc="rope",
+                    doc=OpTag.ROPE,
                 )
             )
         return tables[0], tables[1]
@@ -367,7 +368,7 @@ class _Writer:
                 "linalg.yield %s : f32",
             ],
             ["x", "acc"],
-            doc="rms_norm",
+            doc=OpTag.RMS_NORM,
         )
         n = e.scalar(f"n{xt.shape[-1]}", float(xt.shape[-1]))
         eps = e.scalar("eps", self.cfg.eps)
@@ -391,7 +392,7 @@ class _Writer:
                 "linalg.yield %res : f32",
             ],
             ["x", "ss", "w", "o"],
-            doc="rms_norm",
+            doc=OpTag.RMS_NORM,
         )
 
     def rope(self, hint: str, x: Value, cos: Value, sin: Value) -> Value:
@@ -426,7 +427,7 @@ class _Writer:
                         "linalg.yield %r : f32",
                     ],
                     ["x", "y", "c", "s", "o"],
-                    doc="rope",
+                    doc=OpTag.ROPE,
                 )
             )
         return e.bind(
@@ -506,7 +507,7 @@ class _Writer:
                 "linalg.yield %y : f32",
             ],
             ["g", "u", "o"],
-            doc="silu",
+            doc=OpTag.SILU,
         )
         down = linear(e, f"{t}_down", act, w["mlp.down_proj.weight"], TensorT((b, h)), OUT_IN)
         return residual(e, f"{t}_out", x, down), present_k, present_v

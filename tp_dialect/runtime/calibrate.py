@@ -55,11 +55,12 @@ from pathlib import Path
 import numpy as np
 
 from tp_dialect.analysis.machine import MACHINES, Machine
+from tp_dialect.errors import TpError
 from tp_dialect.runtime.host_memory import meminfo
 from tp_dialect.runtime.launch import find_mpiexec, rank_env, run_bounded
 
 
-class CalibrationError(RuntimeError):
+class CalibrationError(RuntimeError, TpError):
     """A measurement that could not be made, with a one-line reason."""
 
 

@@ -21,8 +21,10 @@ import stat
 import tempfile
 import time
 
+from tp_dialect.errors import TpError
 
-class OutputError(OSError):
+
+class OutputError(OSError, TpError):
     """An output path that cannot be written; the message names the user's path."""
 
 

@@ -24,12 +24,13 @@ from xdsl.dialects.func import CallOp, FuncOp
 from xdsl.ir import OpResult, SSAValue
 
 from tp_dialect.analysis.values import callee
+from tp_dialect.errors import TpError
 from tp_dialect.linalg_kinds import nbytes
 from tp_dialect.ops import ShardOp
 from tp_dialect.signature import entry_function, ports
 
 
-class NotEnoughMemory(Exception):
+class NotEnoughMemory(TpError):
     """A run that needs more memory than the host has, naming both."""
 
 

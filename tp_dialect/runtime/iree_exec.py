@@ -44,6 +44,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import BlockArgument
 from xdsl.printer import Printer
 
+from tp_dialect.errors import TpError
 from tp_dialect.ops import ShardOp
 from tp_dialect.passes.export import export_module, manifest_of
 from tp_dialect.program_ops import ChipProgramOp
@@ -113,7 +114,7 @@ _MPI_WORLD_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE")
 """What IREE's runtime reads as 'running under mpiexec' (MPICH's and Open MPI's)."""
 
 
-class IreeError(Exception):
+class IreeError(TpError):
     """IREE is missing, refused a segment, or failed running one: one line, for the user."""
 
 

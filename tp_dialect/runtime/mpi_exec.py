@@ -46,8 +46,8 @@ from tp_dialect.analysis.programs import check_programs, relay_steps
 from tp_dialect.analysis.relay import Copy
 from tp_dialect.analysis.values import count_run
 from tp_dialect.dtypes import numpy_dtype
-from tp_dialect.grid import CHIPS_ATTR, stated_chips
-from tp_dialect.passes.preconditions import MAX_LOWERED_CHIPS
+from tp_dialect.errors import TpError
+from tp_dialect.grid import CHIPS_ATTR, MAX_LOWERED_CHIPS, stated_chips
 from tp_dialect.program_ops import ChipProgramOp
 from tp_dialect.runtime.checkpoint import TensorSource, place_weights
 from tp_dialect.runtime.host_memory import bytes_text
@@ -78,7 +78,7 @@ def rank_of_pid(directory: str, pid: int) -> int | None:
         return None
 
 
-class MpiError(Exception):
+class MpiError(TpError):
     """A one-line error of an MPI run."""
 
 

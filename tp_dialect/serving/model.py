@@ -24,6 +24,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
+from tp_dialect.errors import TpError
 from tp_dialect.frontend.registry import Pretrained, read_model
 from tp_dialect.frontend.split import split_module
 from tp_dialect.passes.universe import lowered
@@ -45,7 +46,7 @@ DEFAULT_POSITIONS = 256
 """The cache size when none is asked: the model's own limit if smaller."""
 
 
-class ServingError(ValueError):
+class ServingError(ValueError, TpError):
     """A model that cannot be served as asked (one line for the user)."""
 
 

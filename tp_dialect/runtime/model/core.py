@@ -22,6 +22,7 @@ from tp_dialect.analysis.cost import Cost, allreduce_link_time, nbytes, op_cost
 from tp_dialect.analysis.machine import Machine
 from tp_dialect.analysis.touch import collective, is_constant, statements
 from tp_dialect.analysis.values import origin
+from tp_dialect.errors import TpError
 from tp_dialect.grid import stated_chips
 from tp_dialect.names import value_name
 from tp_dialect.ops import AllReduceOp, Collective, SectionOp, TransferOp, UnshardOp
@@ -41,7 +42,7 @@ NEEDS: dict[str, str] = {
 """The stage each mode runs on: sections and transfers, or per-chip programs."""
 
 
-class ModelError(Exception):
+class ModelError(TpError):
     """The modelled machine cannot run the program as written (named tensor and chip)."""
 
 
