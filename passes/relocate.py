@@ -10,9 +10,9 @@ handed to chip 0, folded there, the sum stored as the replicated out; or ``ring`
 ``epilogue=true`` then runs tp-fuse-epilogue. The seed's fold of adds is raised into that
 one all-reduce first; a fold that is not an all-reduce is refused (``fold-not-allreduce``),
 never lowered as two-way adds. A ring fold (every chip once, in a cyclic rotation of chip
-order) is an
-all-reduce that a ``tp.allreduce`` would round differently: it stays a fold, each add a
-statement on every chip (spine work), so every chip adds the partials in the fold's own order.
+order) is an all-reduce that a ``tp.allreduce`` would round differently: it stays a fold, each
+add a statement on every chip (spine work), so every chip adds the partials in the fold's own
+order.
 Constants stay outside sections (every chip holds its own). Placement changes what a
 certificate vouched for: a program certified before the pass is checked again after it and
 stamped anew (tp-verify's check, so the output is certified only if it holds); any other
