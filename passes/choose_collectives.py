@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Literal
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
@@ -26,22 +25,27 @@ from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, Rewrite
 from tp_dialect.analysis.cost import best_allreduce, best_maxloc, nbytes, split_axis
 from tp_dialect.analysis.machine import Machine, MachineError, machine_from
 from tp_dialect.analysis.provenance import Provenance
+from tp_dialect.collectives import (
+    ALLREDUCE,
+    AUTO,
+    DEFAULT,
+    MAXLOC,
+    by_preference,
+    option_values,
+    stands_for,
+)
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.grid import stated_chips
 from tp_dialect.names import value_name
 from tp_dialect.ops import AllReduceOp, Collective, MaxLocOp
 from tp_dialect.passes.rewrites import set_algorithm
 
-MAXLOC_OF: dict[str, str] = {
-    "fold": "fold",
-    "oneshot": "oneshot",
-    "twoshot": "oneshot",
-    "ring": "fold",
-    "auto": "auto",
-}
-"""The maxloc algorithm an ``allreduce=`` choice stands for when ``maxloc=`` is not given: a
-maxloc has only ``fold`` and ``oneshot``; ``twoshot`` (the result on every chip in few
-exchanges) asks for ``oneshot``, ``ring`` (few messages a link) for ``fold``."""
+AllReduceChoice = option_values(ALLREDUCE)
+"""An ``allreduce=`` value: an algorithm of `collectives.ALLREDUCE`, or ``auto``."""
+MaxLocChoice = option_values(MAXLOC)
+"""A ``maxloc=`` value: an algorithm of `collectives.MAXLOC`, or ``auto``; when not given, the
+one ``allreduce=`` stands for (`collectives.stands_for`: a maxloc has only ``fold`` and
+``oneshot``; ``twoshot`` asks for ``oneshot``, ``ring`` for ``fold``)."""
 
 
 @dataclass
@@ -64,12 +68,12 @@ class ChooseAlgorithm(RewritePattern):
             return
         if isinstance(op, AllReduceOp):
             algorithm = self.allreduce
-            if algorithm == "auto":
+            if algorithm == AUTO:
                 assert self.machine is not None
                 algorithm = _choose(op, self.n_chips, self.machine, self.report, self.reporter)
         else:
             algorithm = self.maxloc
-            if algorithm == "auto":
+            if algorithm == AUTO:
                 assert self.machine is not None
                 if self.prov is None:
                     module = op.get_toplevel_object()
@@ -90,8 +94,8 @@ class TpChooseCollectives(ModulePass):
 
     name = "tp-choose-collectives"
 
-    allreduce: Literal["fold", "ring", "oneshot", "twoshot", "auto"] = "fold"
-    maxloc: Literal["fold", "oneshot", "auto"] | None = None
+    allreduce: AllReduceChoice = DEFAULT  # type: ignore[valid-type]
+    maxloc: MaxLocChoice | None = None  # type: ignore[valid-type]
     machine: str = "sn40l"
     report: bool = False
 
@@ -99,20 +103,19 @@ class TpChooseCollectives(ModulePass):
         """The maxloc algorithm asked and the machine ``auto`` times on (None without
         ``auto``); a plain TpDiagnostic from ``pass_name`` on a bad option (the pipeline
         parser checks the Literals; a pass built in Python may not be)."""
-        choices = (*AllReduceOp.ALGORITHMS, "auto")
+        choices = (*ALLREDUCE, AUTO)
         if self.allreduce not in choices:
             raise TpDiagnostic(
                 None,
                 f"{pass_name}: allreduce={self.allreduce} is not one of {', '.join(choices)}",
             )
-        maxloc = self.maxloc or MAXLOC_OF[self.allreduce]
-        if maxloc not in (*MaxLocOp.ALGORITHMS, "auto"):
+        maxloc = self.maxloc or stands_for(self.allreduce)
+        if maxloc not in (*MAXLOC, AUTO):
             raise TpDiagnostic(
                 None,
-                f"{pass_name}: maxloc={maxloc} is not one of "
-                f"{', '.join((*MaxLocOp.ALGORITHMS, 'auto'))}",
+                f"{pass_name}: maxloc={maxloc} is not one of {', '.join((*MAXLOC, AUTO))}",
             )
-        if "auto" not in (self.allreduce, maxloc):
+        if AUTO not in (self.allreduce, maxloc):
             return maxloc, None
         try:
             return maxloc, machine_from(self.machine)
@@ -139,11 +142,12 @@ class TpChooseCollectives(ModulePass):
 
 def _choose(reduce: AllReduceOp, n: int, machine: Machine, report: bool, reporter: str) -> str:
     """The linkable algorithm with the least modelled time for ``reduce`` on ``machine``
-    (a two-shot and a ring need an axis to cut into N slices; ties go to the earlier of
-    fold, oneshot, twoshot, ring)."""
+    (one tp-transfers splits needs an axis to cut into N slices; ties go to the one first
+    in `collectives.by_preference`: fold, oneshot, twoshot, ring)."""
     t = reduce.result.type
     assert isinstance(t, TensorType)
-    candidates = ("fold", "oneshot") + (("twoshot", "ring") if split_axis(t, n) else ())
+    cut = split_axis(t, n) is not None
+    candidates = tuple(e.name for e in by_preference() if cut or not e.split)
     best, times = best_allreduce(t, n, machine, candidates)
     if report:
         listed = ", ".join(f"{a} {times[a] * 1e6:.2f} us" for a in candidates)

@@ -32,7 +32,6 @@ place on that chip (``section-chip``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -50,10 +49,15 @@ from tp_dialect.analysis.calls import ChipWork, check_arguments, placed_function
 from tp_dialect.analysis.provenance import Provenance
 from tp_dialect.analysis.touch import is_statement
 from tp_dialect.certificate import drop, status
+from tp_dialect.collectives import DEFAULT
 from tp_dialect.grid import stated_chips
 from tp_dialect.names import value_name
 from tp_dialect.ops import SectionOp, TransferOp, YieldOp
-from tp_dialect.passes.choose_collectives import TpChooseCollectives
+from tp_dialect.passes.choose_collectives import (
+    AllReduceChoice,
+    MaxLocChoice,
+    TpChooseCollectives,
+)
 from tp_dialect.passes.epilogue import fuse_epilogues
 from tp_dialect.passes.options import ShimName, base_shim
 from tp_dialect.passes.preconditions import (
@@ -108,8 +112,8 @@ class TpRelocate(ModulePass):
 
     name = "tp-relocate"
 
-    allreduce: Literal["fold", "ring", "oneshot", "twoshot", "auto"] = "fold"
-    maxloc: Literal["fold", "oneshot", "auto"] | None = None
+    allreduce: AllReduceChoice = DEFAULT  # type: ignore[valid-type]
+    maxloc: MaxLocChoice | None = None  # type: ignore[valid-type]
     machine: str = "sn40l"
     report: bool = False
     epilogue: bool = False
