@@ -179,3 +179,31 @@ def test_adding_an_entry_is_the_only_edit_an_algorithm_needs() -> None:
     )
     assert run.returncode == 0, run.stderr[-3000:]
     assert run.stdout.strip() == "lowered 12 transfers"
+
+
+def test_python_built_passes_check_their_options() -> None:
+    """A pass built in Python skips the pipeline parser's Literal check: each new pass checks
+    its options itself, a plain one-line diagnostic naming the pass and the values."""
+    from xdsl.dialects.builtin import ModuleOp
+
+    from tp_dialect.diagnostics import TpDiagnostic
+    from tp_dialect.passes.choose_collectives import TpChooseCollectives
+    from tp_dialect.passes.epilogue import TpFuseEpilogue
+    from tp_dialect.universe import tp_context
+
+    cases = [
+        (
+            TpChooseCollectives(allreduce="tree"),  # type: ignore[arg-type]
+            "tp-choose-collectives: allreduce=tree is not one of fold, ring, oneshot, "
+            "twoshot, auto",
+        ),
+        (
+            TpChooseCollectives(maxloc="ring"),  # type: ignore[arg-type]
+            "tp-choose-collectives: maxloc=ring is not one of fold, oneshot, auto",
+        ),
+        (TpFuseEpilogue(shim="tpu"), "tp-fuse-epilogue: no shim 'tpu'"),  # type: ignore[arg-type]
+    ]
+    for built, message in cases:
+        with pytest.raises(TpDiagnostic) as err:
+            built.apply(tp_context(), ModuleOp([]))
+        assert str(err.value).startswith(message), err.value
