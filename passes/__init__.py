@@ -35,6 +35,18 @@ def _relocate() -> type[ModulePass]:
     return TpRelocate
 
 
+def _choose_collectives() -> type[ModulePass]:
+    from tp_dialect.passes.choose_collectives import TpChooseCollectives
+
+    return TpChooseCollectives
+
+
+def _fuse_epilogue() -> type[ModulePass]:
+    from tp_dialect.passes.epilogue import TpFuseEpilogue
+
+    return TpFuseEpilogue
+
+
 def _transfers() -> type[ModulePass]:
     from tp_dialect.passes.transfers import TpTransfers
 
@@ -102,7 +114,9 @@ TP_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tp-fold-allreduce": _fold_allreduce,
     "tp-fuse": _fuse,
     "tp-legalize": _legalize,
+    "tp-choose-collectives": _choose_collectives,
     "tp-relocate": _relocate,
+    "tp-fuse-epilogue": _fuse_epilogue,
     "tp-transfers": _transfers,
     "tp-phase": _phase,
     "tp-link-points": _link_points,

@@ -1,4 +1,4 @@
-"""The fused epilogue: an all-reduce carries the spine work that follows it on every chip.
+"""tp-fuse-epilogue: an all-reduce carries the spine work that follows it on every chip.
 
 Invariant: an all-reduce section whose sum lands on every chip (``oneshot``, ``ring``,
 ``twoshot``) takes into itself the spine sections that immediately follow it and read what it
@@ -6,19 +6,29 @@ computes (a residual add, an RMSNorm), as long as the TP-wrapped shim says the g
 fits; what only the fused work reads stays on chip (the sum is not stored and re-read), and
 the fused section yields every value read after it. The numbers are the same: the same ops, in the
 same order, on the same chips. The seed's ``fold`` sums on chip 0 alone: it keeps no epilogue.
+It runs on a sectioned program (after tp-relocate; ``tp-relocate{epilogue=true}`` runs it last).
+Fusing changes what a certificate vouched for: a certified program is checked again and stamped
+anew (as tp-relocate does); any other certificate is dropped.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block, Operation, Region, SSAValue
-from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 from xdsl.rewriter import InsertPoint
 
+from tp_dialect.analysis.provenance import Provenance
 from tp_dialect.analysis.touch import captured, collective, storage, written_in_place
+from tp_dialect.certificate import drop, status
 from tp_dialect.ops import AllReduceOp, Collective, SectionOp, YieldOp
+from tp_dialect.passes.options import ShimName, base_shim
+from tp_dialect.passes.verify import certify_if_sound
 from tp_dialect.shims import TensorParallelShim, members
 
 
@@ -55,6 +65,29 @@ class FuseEpilogue(RewritePattern):
             nxt = nxt.next_op
         if absorbed:
             _merge(op, absorbed, rewriter)
+
+
+def fuse_epilogues(module: ModuleOp, shim: TensorParallelShim) -> None:
+    """Grow every all-reduce section of ``module`` by the epilogue ``shim`` lets it carry."""
+    PatternRewriteWalker(FuseEpilogue(shim), apply_recursively=False).rewrite_module(module)
+
+
+@dataclass(frozen=True)
+class TpFuseEpilogue(ModulePass):
+    """Let each all-reduce section that sums on every chip carry the spine sections after it
+    that read its sum, as far as the ``shim`` says the grown section fits."""
+
+    name = "tp-fuse-epilogue"
+
+    shim: ShimName = "reference"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        base = base_shim(self.name, self.shim)
+        certified = status(op) == "valid"
+        fuse_epilogues(op, TensorParallelShim(base, Provenance(op)))
+        drop(op)
+        if certified:
+            certify_if_sound(op)
 
 
 def _movable(

@@ -4,13 +4,15 @@ Invariant: each statement of the entry function becomes one section computing ex
 the statement did — a statement on the chip its results live on or derive from (chip
 provenance, so a scalar read out of chip 1's tensor runs on chip 1), a spine statement on every
 chip (replicated, unmarked), an all-reduce as ONE section over all chips with its algorithm
-chosen (the seed's ``fold``: partials handed to chip 0, folded there, the sum stored as the
-replicated out; or ``ring``, ``oneshot``, ``twoshot``: the sum left on every chip), a host
-store over the chips of its parts. The seed's fold of adds is raised into that one all-reduce
-first; a fold that is not an all-reduce is refused (``fold-not-allreduce``), never lowered as
-two-way adds. A ring fold (every chip once, in a cyclic rotation of chip order) is an
-all-reduce that a ``tp.allreduce`` would round differently: it stays a fold, each add a
-statement on every chip (spine work), so every chip adds the partials in the fold's own order.
+chosen by tp-choose-collectives, which this pass runs first (the seed's ``fold``: partials
+handed to chip 0, folded there, the sum stored as the replicated out; or ``ring``, ``oneshot``,
+``twoshot``: the sum left on every chip), a host store over the chips of its parts;
+``epilogue=true`` then runs tp-fuse-epilogue. The seed's fold of adds is raised into that
+one all-reduce first; a fold that is not an all-reduce is refused (``fold-not-allreduce``),
+never lowered as two-way adds. A ring fold (every chip once, in a cyclic rotation of chip
+order) is an all-reduce that a ``tp.allreduce`` would round differently: it stays a fold, each
+add a statement on every chip (spine work), so every chip adds the partials in the fold's own
+order.
 Constants stay outside sections (every chip holds its own). Placement changes what a
 certificate vouched for: a program certified before the pass is checked again after it and
 stamped anew (tp-verify's check, so the output is certified only if it holds); any other
@@ -29,13 +31,11 @@ place on that chip (``section-chip``).
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
-from typing import Literal
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block, Operation, Region
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -46,16 +46,19 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from tp_dialect.analysis.calls import ChipWork, check_arguments, placed_functions
-from tp_dialect.analysis.cost import best_allreduce, best_maxloc, nbytes, split_axis
-from tp_dialect.analysis.machine import Machine, MachineError, machine_from
 from tp_dialect.analysis.provenance import Provenance
 from tp_dialect.analysis.touch import is_statement
 from tp_dialect.certificate import drop, status
-from tp_dialect.diagnostics import TpDiagnostic
+from tp_dialect.collectives import DEFAULT
 from tp_dialect.grid import stated_chips
 from tp_dialect.names import value_name
-from tp_dialect.ops import AllReduceOp, Collective, MaxLocOp, SectionOp, TransferOp, YieldOp
-from tp_dialect.passes.epilogue import FuseEpilogue
+from tp_dialect.ops import SectionOp, TransferOp, YieldOp
+from tp_dialect.passes.choose_collectives import (
+    AllReduceChoice,
+    MaxLocChoice,
+    TpChooseCollectives,
+)
+from tp_dialect.passes.epilogue import fuse_epilogues
 from tp_dialect.passes.options import ShimName, base_shim
 from tp_dialect.passes.preconditions import (
     MAX_LOWERED_CHIPS,
@@ -64,7 +67,7 @@ from tp_dialect.passes.preconditions import (
     replicated_within,
 )
 from tp_dialect.passes.raise_allreduce import TpRaiseAllreduce
-from tp_dialect.passes.rewrites import move_op, set_algorithm
+from tp_dialect.passes.rewrites import move_op
 from tp_dialect.passes.verify import certify_if_sound
 from tp_dialect.shims import TensorParallelShim
 
@@ -98,60 +101,19 @@ class RelocateStatement(RewritePattern):
         move_op(rewriter, op, InsertPoint.before(terminator))
 
 
-MAXLOC_OF: dict[str, str] = {
-    "fold": "fold",
-    "oneshot": "oneshot",
-    "twoshot": "oneshot",
-    "ring": "fold",
-    "auto": "auto",
-}
-"""The maxloc algorithm an ``allreduce=`` choice stands for when ``maxloc=`` is not given: a
-maxloc has only ``fold`` and ``oneshot``; ``twoshot`` (the result on every chip in few
-exchanges) asks for ``oneshot``, ``ring`` (few messages a link) for ``fold``."""
-
-
-@dataclass
-class ChooseAlgorithm(RewritePattern):
-    """Give each statement-level collective its algorithm: an all-reduce ``allreduce``, a
-    maxloc ``maxloc``, or (``auto``) the one with the least modelled time on ``machine``."""
-
-    allreduce: str
-    maxloc: str
-    n_chips: int
-    machine: Machine | None
-    report: bool
-    prov: Provenance
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if not isinstance(op, Collective) or not isinstance(op.parent_op(), FuncOp):
-            return
-        if isinstance(op, AllReduceOp):
-            algorithm = self.allreduce
-            if algorithm == "auto":
-                assert self.machine is not None
-                algorithm = _choose(op, self.n_chips, self.machine, self.report)
-        else:
-            algorithm = self.maxloc
-            if algorithm == "auto":
-                assert self.machine is not None
-                back = _readers_besides_chip_0(op, self.prov, self.n_chips)
-                algorithm = _choose_maxloc(op, self.n_chips, self.machine, self.report, back)
-        set_algorithm(rewriter, op, algorithm)
-
-
 @dataclass(frozen=True)
 class TpRelocate(ModulePass):
-    """Make every statement a section on its chips; each all-reduce gets its algorithm
-    (``allreduce=fold|ring|oneshot|twoshot``, or ``auto``: per all-reduce, the one with the
-    least modelled time on ``machine``; ``report=true`` prints every candidate's time), each
-    maxloc its own (``maxloc=fold|oneshot|auto``; when not given, the one ``allreduce=``
-    stands for: `MAXLOC_OF`); ``epilogue=true`` lets an all-reduce that sums on every chip
-    carry the spine work after it (the ``shim`` deciding what fits)."""
+    """Make every statement a section on its chips, each collective with its algorithm.
+
+    A pipeline alias kept for its options: it raises the seed's folds (tp-raise-allreduce),
+    runs tp-choose-collectives with ``allreduce=``, ``maxloc=``, ``machine=`` and ``report=``
+    (``allreduce=fold`` when not given), places every statement, then with ``epilogue=true``
+    runs tp-fuse-epilogue with ``shim=``."""
 
     name = "tp-relocate"
 
-    allreduce: Literal["fold", "ring", "oneshot", "twoshot", "auto"] = "fold"
-    maxloc: Literal["fold", "oneshot", "auto"] | None = None
+    allreduce: AllReduceChoice = DEFAULT  # type: ignore[valid-type]
+    maxloc: MaxLocChoice | None = None  # type: ignore[valid-type]
     machine: str = "sn40l"
     report: bool = False
     epilogue: bool = False
@@ -159,26 +121,10 @@ class TpRelocate(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         certified = status(op) == "valid"
-        choices = (*AllReduceOp.ALGORITHMS, "auto")
-        if self.allreduce not in choices:
-            # the pipeline parser checks the Literal; a pass built in Python may not be
-            raise TpDiagnostic(
-                None,
-                f"tp-relocate: allreduce={self.allreduce} is not one of {', '.join(choices)}",
-            )
-        maxloc = self.maxloc or MAXLOC_OF[self.allreduce]
-        if maxloc not in (*MaxLocOp.ALGORITHMS, "auto"):
-            raise TpDiagnostic(
-                None,
-                f"tp-relocate: maxloc={maxloc} is not one of "
-                f"{', '.join((*MaxLocOp.ALGORITHMS, 'auto'))}",
-            )
-        machine = None
-        if "auto" in (self.allreduce, maxloc):
-            try:
-                machine = machine_from(self.machine)
-            except MachineError as err:
-                raise TpDiagnostic(None, f"tp-relocate: {err}") from None
+        chooser = TpChooseCollectives(
+            allreduce=self.allreduce, maxloc=self.maxloc, machine=self.machine, report=self.report
+        )
+        checked = chooser.checked(self.name)
         base = base_shim("tp-relocate", self.shim) if self.epilogue else None  # options first
         every_function(op, self.name)
         work = ChipWork()
@@ -202,69 +148,12 @@ class TpRelocate(ModulePass):
         for stmt in placed if n > MAX_LOWERED_CHIPS else ():
             if prov.runs_everywhere(stmt):
                 replicated_within(stmt, n, self.name)
-        choose = ChooseAlgorithm(self.allreduce, maxloc, n, machine, self.report, prov)
-        PatternRewriteWalker(choose, apply_recursively=False).rewrite_module(op)
+        chooser.choose(op, n, prov, checked, self.name)
         relocate = RelocateStatement(prov, set(funcs), work)
         walker = PatternRewriteWalker(relocate, apply_recursively=False)
         walker.rewrite_module(op)
         if base is not None:
-            shim = TensorParallelShim(base, prov)
-            fuse = PatternRewriteWalker(FuseEpilogue(shim), apply_recursively=False)
-            fuse.rewrite_module(op)
+            fuse_epilogues(op, TensorParallelShim(base, prov))
         drop(op)
         if certified:
             certify_if_sound(op)
-
-
-def _choose(reduce: AllReduceOp, n: int, machine: Machine, report: bool) -> str:
-    """The linkable algorithm with the least modelled time for ``reduce`` on ``machine``
-    (a two-shot and a ring need an axis to cut into N slices; ties go to the earlier of
-    fold, oneshot, twoshot, ring)."""
-    t = reduce.result.type
-    assert isinstance(t, TensorType)
-    candidates = ("fold", "oneshot") + (("twoshot", "ring") if split_axis(t, n) else ())
-    best, times = best_allreduce(t, n, machine, candidates)
-    if report:
-        listed = ", ".join(f"{a} {times[a] * 1e6:.2f} us" for a in candidates)
-        print(
-            f"tp-relocate: all-reduce %{value_name(reduce.result)} ({nbytes(t) / 1024:.1f} KiB, "
-            f"{n} chips, {machine.name}): {listed} -> {best}",
-            file=sys.stderr,
-        )
-    return best
-
-
-def _choose_maxloc(
-    op: MaxLocOp, n: int, machine: Machine, report: bool, back: tuple[int, ...]
-) -> str:
-    """The maxloc algorithm with the least modelled time for ``op`` on ``machine``, ``back``
-    being the chips besides chip 0 that read its result (ties go to fold)."""
-    best, times = best_maxloc(op.value.type, op.index.type, n, machine, back)
-    if report:
-        size = nbytes(op.value.type) + nbytes(op.index.type)
-        listed = ", ".join(f"{a} {t * 1e6:.2f} us" for a, t in times.items())
-        readers = f"read on {len(back)} chip(s) besides chip 0" if back else "read on chip 0"
-        print(
-            f"tp-relocate: maxloc %{value_name(op.index)} ({size} B a pair, {n} chips, "
-            f"{readers}, {machine.name}): {listed} -> {best}",
-            file=sys.stderr,
-        )
-    return best
-
-
-def _readers_besides_chip_0(op: MaxLocOp, prov: Provenance, n: int) -> tuple[int, ...]:
-    """The chips other than chip 0 whose statements read a result of ``op`` — where a
-    ``fold`` maxloc sends its result back; the function's return reads on chip 0 (the host
-    takes a result from the lowest chip holding it)."""
-    chips: set[int] = set()
-    for result in op.results:
-        for use in result.uses:
-            stmt = use.operation
-            while not isinstance(stmt.parent_op(), FuncOp | None):
-                stmt = stmt.parent_op()  # type: ignore[assignment]
-            if isinstance(stmt, ReturnOp):
-                continue
-            if prov.runs_everywhere(stmt):
-                return tuple(range(1, n))
-            chips.update(c for r in stmt.results for c in prov.home(r))
-    return tuple(sorted(chips - {0}))

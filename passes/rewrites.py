@@ -7,7 +7,6 @@ modification) and the rewriter records that it acted — no pattern sets ``has_d
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Operation
 from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint
@@ -24,5 +23,5 @@ def move_op(rewriter: PatternRewriter, op: Operation, point: InsertPoint) -> Non
 
 def set_algorithm(rewriter: PatternRewriter, collective: Collective, algorithm: str) -> None:
     """Write ``algorithm`` on ``collective`` and tell ``rewriter`` the op was modified."""
-    collective.algorithm = StringAttr(algorithm)
+    collective.set_algorithm(algorithm)
     rewriter.notify_op_modified(collective)

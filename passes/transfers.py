@@ -58,6 +58,7 @@ from tp_dialect.analysis.touch import collective
 from tp_dialect.analysis.transfers import ChipTransfer, transfers
 from tp_dialect.attrs import chip_of, on_chip
 from tp_dialect.certificate import kept
+from tp_dialect.collectives import DEFAULT
 from tp_dialect.grid import stated_chips
 from tp_dialect.names import value_hint, value_name
 from tp_dialect.ops import AllReduceOp, SectionOp, TransferOp, YieldOp
@@ -105,7 +106,7 @@ def split_statements(section: SectionOp, reduce: AllReduceOp) -> list[Operation]
         empty.results[0].name_hint = value_hint(f"{label}_z{s}")
         out.insert(s, empty)
         empties.append(empty.results[0])
-    scatter = _ring_scatter if algorithm == "ring" else _twoshot_scatter
+    scatter = _ring_scatter if reduce.entry.steps else _twoshot_scatter
     reduced = scatter(label, pieces, empties, out)
     # The all-gather's section yields the sum in place of the all-reduce, and everything else
     # ``section`` yielded: the all-reduce's fused epilogue, which `ExpandSplit` moves in.
@@ -182,10 +183,6 @@ def _extract(
     )
 
 
-SPLIT = ("twoshot", "ring")
-"""The algorithms tp-transfers spells as a reduce-scatter and an all-gather."""
-
-
 def _section(label: str, chips: Sequence[int], ops: list[Operation]) -> SectionOp:
     last = ops[-1].results[0]
     return SectionOp(chips, Region(Block([*ops, YieldOp(last)])), [last.type], label)
@@ -200,14 +197,15 @@ class ExpandSplit(RewritePattern):
         if not isinstance(op, SectionOp) or not isinstance(op.parent_op(), FuncOp):
             return
         reduce = collective(op)
-        if not isinstance(reduce, AllReduceOp) or reduce.algorithm_name not in SPLIT:
+        if not isinstance(reduce, AllReduceOp) or not reduce.entry.split:
             return
         if len(reduce.partials) == 1:
-            set_algorithm(rewriter, reduce, "fold")  # one chip: the partial is the sum
+            set_algorithm(rewriter, reduce, DEFAULT)  # one chip: the partial is the sum
             return
         result_t = reduce.result.type
         assert isinstance(result_t, TensorType)
-        if reduce.algorithm_name == "ring" and split_axis(result_t, len(reduce.partials)) is None:
+        inside = reduce.entry.inside_time is not None
+        if inside and split_axis(result_t, len(reduce.partials)) is None:
             return  # the collective's own exchange: per-chip programs refuse it
         statements = split_statements(op, reduce)
         rewriter.insert(statements, InsertPoint.before(op))

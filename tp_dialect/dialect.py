@@ -3,6 +3,7 @@
 from xdsl.ir import Dialect
 
 from tp_dialect.attrs import ChipAttr, SliceAttr
+from tp_dialect.collectives import AllReduceAlgorithmAttr, MaxLocAlgorithmAttr
 from tp_dialect.ops import (
     AllReduceOp,
     BarrierOp,
@@ -45,5 +46,5 @@ TP = Dialect(
         RunToOp,
         CopyOp,
     ],
-    [ChipAttr, SliceAttr],
+    [ChipAttr, SliceAttr, AllReduceAlgorithmAttr, MaxLocAlgorithmAttr],
 )

@@ -43,6 +43,15 @@ from xdsl.traits import HasParent, IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from tp_dialect.attrs import SliceAttr, chip_of, i64_attr
+from tp_dialect.collectives import (
+    ALLREDUCE,
+    DEFAULT,
+    MAXLOC,
+    AllReduceAlgorithmAttr,
+    AllReduceEntry,
+    MaxLocAlgorithmAttr,
+    MaxLocEntry,
+)
 from tp_dialect.grid import require_chips
 
 
@@ -219,7 +228,7 @@ class AllReduceOp(IRDLOperation):
     name = "tp.allreduce"
 
     partials = var_operand_def(TensorType)
-    algorithm = opt_prop_def(StringAttr)
+    algorithm = opt_prop_def(AllReduceAlgorithmAttr)
     result = result_def(TensorType)
 
     traits = traits_def(Pure())
@@ -228,25 +237,37 @@ class AllReduceOp(IRDLOperation):
         "$partials (`algorithm` $algorithm^)? attr-dict `:` type($partials) `->` type($result)"
     )
 
-    ALGORITHMS: ClassVar[tuple[str, ...]] = ("fold", "ring", "oneshot", "twoshot")
-    EVERY_CHIP: ClassVar[tuple[str, ...]] = ("oneshot", "ring", "twoshot")
+    ALGORITHMS: ClassVar[tuple[str, ...]] = tuple(ALLREDUCE)
+    """The algorithms, by name (`tp_dialect.collectives.ALLREDUCE`)."""
+    EVERY_CHIP: ClassVar[tuple[str, ...]] = tuple(
+        e.name for e in ALLREDUCE.values() if e.lands_on_every_chip
+    )
     """The algorithms whose sum lands on every chip (``fold`` sums on chip 0, then sends it)."""
 
     def __init__(
         self, partials: Sequence[SSAValue], result_type: TensorType, algorithm: str | None = None
     ):
-        props = {} if algorithm is None else {"algorithm": StringAttr(algorithm)}
+        props = {} if algorithm is None else {"algorithm": AllReduceAlgorithmAttr.named(algorithm)}
         super().__init__(operands=[partials], result_types=[result_type], properties=props)
 
     @property
     def algorithm_name(self) -> str:
         """The algorithm forming the sum (``fold`` when none is written)."""
-        return "fold" if self.algorithm is None else self.algorithm.data
+        return DEFAULT if self.algorithm is None else str(self.algorithm.data)
+
+    @property
+    def entry(self) -> AllReduceEntry:
+        """The registry entry of its algorithm: what every rule asks of it."""
+        return ALLREDUCE[self.algorithm_name]
+
+    def set_algorithm(self, name: str) -> None:
+        """Write algorithm ``name`` (a KeyError naming the algorithms if there is none)."""
+        self.algorithm = AllReduceAlgorithmAttr.named(name)
 
     @property
     def sums_on_every_chip(self) -> bool:
         """Whether the algorithm leaves the sum on every chip (`EVERY_CHIP`)."""
-        return self.algorithm_name in self.EVERY_CHIP
+        return self.entry.lands_on_every_chip
 
     @property
     def lands_on_every_chip(self) -> bool:
@@ -259,11 +280,8 @@ class AllReduceOp(IRDLOperation):
         return [(p,) for p in self.partials]
 
     def verify_(self) -> None:
-        if self.algorithm_name not in self.ALGORITHMS:
-            raise VerifyException(
-                f"'tp.allreduce' algorithm \"{self.algorithm_name}\" is not one of "
-                f"{', '.join(self.ALGORITHMS)}"
-            )
+        # The algorithm is an enum attribute: a name not in the registry is refused where
+        # it is parsed (`tp_dialect.collectives`).
         n = require_chips(self)
         if len(self.partials) != n:
             raise VerifyException(
@@ -314,7 +332,7 @@ class MaxLocOp(IRDLOperation):
 
     values = var_operand_def(TensorType)
     indices = var_operand_def(TensorType)
-    algorithm = opt_prop_def(StringAttr)
+    algorithm = opt_prop_def(MaxLocAlgorithmAttr)
     value = result_def(TensorType)
     index = result_def(TensorType)
 
@@ -326,8 +344,11 @@ class MaxLocOp(IRDLOperation):
         "`indices` type($indices) `->` type($value) `,` type($index)"
     )
 
-    ALGORITHMS: ClassVar[tuple[str, ...]] = ("fold", "oneshot")
-    EVERY_CHIP: ClassVar[tuple[str, ...]] = ("oneshot",)
+    ALGORITHMS: ClassVar[tuple[str, ...]] = tuple(MAXLOC)
+    """The algorithms, by name (`tp_dialect.collectives.MAXLOC`)."""
+    EVERY_CHIP: ClassVar[tuple[str, ...]] = tuple(
+        e.name for e in MAXLOC.values() if e.lands_on_every_chip
+    )
     """The algorithms whose result is formed on every chip (``fold`` forms it on chip 0)."""
 
     def __init__(
@@ -338,7 +359,7 @@ class MaxLocOp(IRDLOperation):
         index_type: TensorType,
         algorithm: str | None = None,
     ):
-        props = {} if algorithm is None else {"algorithm": StringAttr(algorithm)}
+        props = {} if algorithm is None else {"algorithm": MaxLocAlgorithmAttr.named(algorithm)}
         super().__init__(
             operands=[values, indices], result_types=[value_type, index_type], properties=props
         )
@@ -346,12 +367,21 @@ class MaxLocOp(IRDLOperation):
     @property
     def algorithm_name(self) -> str:
         """The algorithm forming the result (``fold`` when none is written)."""
-        return "fold" if self.algorithm is None else self.algorithm.data
+        return DEFAULT if self.algorithm is None else str(self.algorithm.data)
+
+    @property
+    def entry(self) -> MaxLocEntry:
+        """The registry entry of its algorithm: what every rule asks of it."""
+        return MAXLOC[self.algorithm_name]
+
+    def set_algorithm(self, name: str) -> None:
+        """Write algorithm ``name`` (a KeyError naming the algorithms if there is none)."""
+        self.algorithm = MaxLocAlgorithmAttr.named(name)
 
     @property
     def lands_on_every_chip(self) -> bool:
         """Whether the algorithm forms the result on every chip (`EVERY_CHIP`)."""
-        return self.algorithm_name in self.EVERY_CHIP
+        return self.entry.lands_on_every_chip
 
     def pairs(self) -> list[tuple[SSAValue, SSAValue]]:
         """Each chip's (value, index), in chip order."""
@@ -362,11 +392,6 @@ class MaxLocOp(IRDLOperation):
         return list(self.pairs())
 
     def verify_(self) -> None:
-        if self.algorithm_name not in self.ALGORITHMS:
-            raise VerifyException(
-                f"'tp.maxloc' algorithm \"{self.algorithm_name}\" is not one of "
-                f"{', '.join(self.ALGORITHMS)}"
-            )
         n = require_chips(self)
         if len(self.values) != n or len(self.indices) != n:
             raise VerifyException(

@@ -33,7 +33,7 @@ builtin.module @tp_roundtrip attributes {tp.chips = 2 : i64} {
     // CHECK-NEXT:   %s = tp.allreduce %x0, %p1 algorithm "fold" : tensor<2x4xf32, #tp.chip<0>>, tensor<2x4xf32, #tp.chip<1>> -> tensor<2x4xf32>
     // CHECK-NEXT:   tp.yield %s : tensor<2x4xf32>
     // CHECK-NEXT: } : tensor<2x4xf32>
-    // GENERIC: "tp.allreduce"(%x0, %p1) <{algorithm = "fold"}>
+    // GENERIC: "tp.allreduce"(%x0, %p1) <{algorithm = #tp<allreduce_algorithm "fold">}>
     %sum = tp.section "allreduce" on [0, 1] attributes {note = "fold on chip 0"} {
       %s = tp.allreduce %x0, %p1 algorithm "fold" : tensor<2x4xf32, #tp.chip<0>>, tensor<2x4xf32, #tp.chip<1>> -> tensor<2x4xf32>
       tp.yield %s : tensor<2x4xf32>

@@ -31,6 +31,7 @@ from tp_dialect.analysis.links import exchange_time
 from tp_dialect.analysis.machine import Machine
 from tp_dialect.analysis.values import callee, walk_calls
 from tp_dialect.attrs import SliceAttr
+from tp_dialect.collectives import ALLREDUCE, MAXLOC
 from tp_dialect.dtypes import numpy_dtype
 from tp_dialect.linalg_kinds import contraction, domain_size, elements, is_contraction, nbytes
 from tp_dialect.ops import AllReduceOp, MaxLocOp, SectionOp, ShardOp, UnshardOp, YieldOp
@@ -213,54 +214,42 @@ ALLREDUCE_ALGORITHMS = AllReduceOp.ALGORITHMS
 
 def allreduce_link_time(algorithm: str, nbytes_: float, n: int, machine: Machine) -> float:
     """The link time of one all-reduce of ``nbytes_`` per partial over ``n`` chips: its
-    exchanges run on idle links under the rules the dataflow mode runs (`links`: routes,
-    first come first served, cut-through), each exchange after the one before:
-
-    - ``fold`` (the seed's): the N-1 partials into chip 0, then the sum from chip 0 to the
-      N-1 others;
-    - ``oneshot``: every chip's partial to every other chip;
-    - ``twoshot``: every chip's k-th 1/N slice to chip k (reduce-scatter), then chip k's
-      summed slice to every other chip (all-gather);
-    - ``ring`` as one collective (its exchange inside it: a ring section tp-transfers has not
-      spelled out, or cannot, and the seed's lower bound): 2(N-1) alpha-beta steps of 1/N of
-      the tensor between ring neighbours. Spelled out, a ring costs `lowered_link_time`.
+    exchanges (its registry entry's, `collectives.ALLREDUCE`) run on idle links under the
+    rules the dataflow mode runs (`links`: routes, first come first served, cut-through),
+    each exchange after the one before — or, for an algorithm whose exchange may stay inside
+    the collective (``ring``: a ring section tp-transfers has not spelled out, or cannot, and
+    the seed's lower bound), its entry's ``inside_time``. Spelled out, every algorithm costs
+    `lowered_link_time`.
 
     Phase mode runs the same transfers one phase at a time; this is their time with
     nothing else in the way.
     """
     if n <= 1:
         return 0.0
-    if algorithm == "ring":
-        return 2 * (n - 1) * (machine.link_latency + nbytes_ / (n * machine.link_bandwidth))
-    if algorithm not in ("fold", "oneshot", "twoshot"):
+    entry = ALLREDUCE.get(algorithm)
+    if entry is None:
         raise ValueError(f"no all-reduce algorithm '{algorithm}'")
+    if entry.inside_time is not None:
+        return entry.inside_time(nbytes_, n, machine.link_latency, machine.link_bandwidth)
     return _exchanges(algorithm, float(nbytes_), n, machine)
 
 
 def lowered_link_time(algorithm: str, nbytes_: float, n: int, machine: Machine) -> float:
     """The link time of one all-reduce as per-chip programs run it, once tp-transfers has
-    spelled it out: `allreduce_link_time`, but for ``ring``, which tp-transfers spells as
-    N-1 reduce-scatter steps — every chip sends the sum so far of one 1/N slice to the next
-    chip, which adds its own before the next step — then the two-shot's all-gather (each
-    reduced slice from its chip straight to every other)."""
-    if n <= 1 or algorithm != "ring":
+    spelled it out: its entry's exchanges, one after another (a ``ring``'s N-1 reduce-scatter
+    steps, then the two-shot's all-gather), whatever it costs as one collective."""
+    if n <= 1 or ALLREDUCE[algorithm].inside_time is None:
         return allreduce_link_time(algorithm, nbytes_, n, machine)
-    return _exchanges("ring", float(nbytes_), n, machine)
+    return _exchanges(algorithm, float(nbytes_), n, machine)
 
 
 @functools.lru_cache(maxsize=1024)
 def _exchanges(algorithm: str, nbytes_: float, n: int, machine: Machine) -> float:
-    pairs = [(a, b) for a in range(n) for b in range(n) if a != b]
-    if algorithm == "fold":
-        into = exchange_time([(c, 0, nbytes_) for c in range(1, n)], n, machine)
-        return into + exchange_time([(0, c, nbytes_) for c in range(1, n)], n, machine)
-    if algorithm == "oneshot":
-        return exchange_time([(a, b, nbytes_) for a, b in pairs], n, machine)
-    gather = exchange_time([(a, b, nbytes_ / n) for a, b in pairs], n, machine)
-    if algorithm == "ring":
-        step = exchange_time([(c, (c + 1) % n, nbytes_ / n) for c in range(n)], n, machine)
-        return (n - 1) * step + gather
-    return 2 * gather
+    """The time of ``algorithm``'s exchanges over ``n`` chips, one after another."""
+    total = 0.0
+    for count, moves in ALLREDUCE[algorithm].exchanges(n):
+        total += count * exchange_time([(a, b, nbytes_ / k) for a, b, k in moves], n, machine)
+    return total
 
 
 def allreduce_compute_time(
@@ -272,9 +261,10 @@ def allreduce_compute_time(
     slices and writing one)."""
     if n <= 1:
         return 0.0
-    share = 1 if algorithm in ("fold", "oneshot") else 1 / n
+    entry = ALLREDUCE[algorithm]
+    share = 1 / n if entry.split else 1
     flops = (n - 1) * elements * share
-    touched = 3 * (n - 1) if algorithm == "ring" else n + 1
+    touched = entry.touched(n)
     moved = touched * elements * itemsize * share
     return max(flops / m.peak_flops, moved / m.hbm_bandwidth)
 
@@ -347,13 +337,12 @@ def maxloc_link_time(
     """
     if n <= 1:
         return 0.0
-    moves = [(c, 0) for c in range(1, n)] if algorithm == "fold" else None
-    if algorithm == "oneshot":
-        moves = [(a, b) for a in range(n) for b in range(n) if a != b]
-    if moves is None:
+    entry = MAXLOC.get(algorithm)
+    if entry is None:
         raise ValueError(f"no maxloc algorithm '{algorithm}'")
+    moves = entry.gathers(n)
     time = exchange_time([(a, b, size) for a, b in moves for size in pair], n, machine)
-    if algorithm == "fold" and back:
+    if not entry.lands_on_every_chip and back:
         time += exchange_time([(0, c, size) for c in back for size in pair], n, machine)
     return time
 

@@ -29,8 +29,16 @@ from tp_dialect.analysis.call_summary import CallSummary, known_callee
 from tp_dialect.analysis.cost import split_axis
 from tp_dialect.analysis.touch import collective, reads_where, statements
 from tp_dialect.analysis.transfers import call_reads, transfers
+from tp_dialect.collectives import ALLREDUCE, spelled_choices
 from tp_dialect.names import value_name
-from tp_dialect.ops import AllReduceOp, MaxLocOp, SectionOp, TransferOp, UnshardOp
+from tp_dialect.ops import (
+    AllReduceOp,
+    Collective,
+    MaxLocOp,
+    SectionOp,
+    TransferOp,
+    UnshardOp,
+)
 from tp_dialect.reject import TpReject
 
 
@@ -63,29 +71,30 @@ def runs_on(section: SectionOp | CallOp, n_chips: int = 0) -> tuple[int, ...]:
     coll = collective(section)
     if isinstance(coll, UnshardOp):
         return ()
-    if isinstance(coll, MaxLocOp):  # on chip 0 (fold), or every chip picks for itself
-        return (0,) if coll.algorithm_name == "fold" else section.chip_list
+    if isinstance(coll, Collective) and not coll.lands_on_every_chip:
+        return (0,)  # formed on chip 0 (fold)
+    if isinstance(coll, MaxLocOp):
+        return section.chip_list  # every chip picks for itself
     if isinstance(coll, AllReduceOp):
         algorithm = coll.algorithm_name
-        if algorithm == "fold":
-            return (0,)
-        if algorithm == "oneshot":
+        if not coll.entry.split:
             return section.chip_list  # every chip adds every partial it received
         result_t = coll.result.type
         n = len(coll.partials)
         if isinstance(result_t, TensorType) and split_axis(result_t, n) is None:
+            unsplit = [e.name for e in ALLREDUCE.values() if not e.split]
             # tp-transfers leaves a ring it cannot cut into N slices as the collective.
             raise TpReject.NOT_LINKABLE.at(
                 coll,
                 f"a {algorithm} all-reduce of {result_t} over {n} chips needs an axis of at "
                 f"least {n} elements to give every chip a slice before per-chip programs can "
-                "hold it: relocate with allreduce=fold, oneshot or auto",
+                f"hold it: relocate with allreduce={spelled_choices(unsplit)}",
             )
         raise TpReject.NOT_LINKABLE.at(
             coll,
             f"a {algorithm} all-reduce is spelled as transfers only once tp-transfers has "
-            "expanded it, which per-chip programs cannot hold: relocate with allreduce=fold, "
-            "ring, oneshot, twoshot or auto, then run tp-transfers",
+            "expanded it, which per-chip programs cannot hold: relocate with "
+            f"allreduce={spelled_choices(list(ALLREDUCE))}, then run tp-transfers",
         )
     return section.chip_list
 

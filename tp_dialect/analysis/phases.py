@@ -119,8 +119,8 @@ def statement_time(op: Operation, machine: Machine, n_chips: int) -> float:
         return 0.0
     time = op_cost(op).time(machine)
     coll = collective(op)
-    if isinstance(coll, AllReduceOp) and coll.algorithm_name == "ring":
-        time += allreduce_link_time("ring", nbytes(coll.result.type), n_chips, machine)
+    if isinstance(coll, AllReduceOp) and coll.entry.inside_time is not None:
+        time += allreduce_link_time(coll.algorithm_name, nbytes(coll.result.type), n_chips, machine)
     return time
 
 

@@ -35,7 +35,15 @@ from xdsl.traits import SymbolTable
 
 from tp_dialect.analysis.values import defined_within
 from tp_dialect.attrs import chip_of
-from tp_dialect.ops import BarrierOp, Collective, SectionOp, TransferOp, UnshardOp, YieldOp
+from tp_dialect.ops import (
+    AllReduceOp,
+    BarrierOp,
+    Collective,
+    SectionOp,
+    TransferOp,
+    UnshardOp,
+    YieldOp,
+)
 
 Key = tuple[SSAValue, int]  # (storage, chip)
 
@@ -167,14 +175,17 @@ def reads_where(
     chips = section.chip_list
     coll = collective(section)
     if isinstance(coll, Collective):
-        algorithm = coll.algorithm_name
+        # Formed on chip 0 (fold): read there; an exchange inside the collective (a ring not
+        # yet spelled out): each chip reads its own; else every chip reads every operand.
+        on_chip_0 = not coll.lands_on_every_chip
+        inside = isinstance(coll, AllReduceOp) and coll.entry.inside_time is not None
         for c, operands in enumerate(coll.chip_operands()):
             for operand in operands:
                 if not hosts and is_host_value(operand):
                     continue
-                if algorithm == "fold":
+                if on_chip_0:
                     yield operand, 0
-                elif algorithm == "ring":
+                elif inside:
                     yield operand, c
                 else:  # every chip combines every chip's operands itself
                     for reader in chips:
@@ -199,7 +210,7 @@ def reads_where(
 def write_chips(section: SectionOp, n_chips: int) -> tuple[int, ...]:
     """The chips on which a section's results are stored."""
     coll = collective(section)
-    if isinstance(coll, Collective) and coll.algorithm_name == "fold":
+    if isinstance(coll, Collective) and not coll.lands_on_every_chip:
         return (0,)
     return section.chip_list
 

@@ -126,8 +126,8 @@ def section_time(
     compute = (cost or op_cost(section)).time(machine)
     if isinstance(coll, Collective):
         link = 0.0
-        if isinstance(coll, AllReduceOp) and coll.algorithm_name == "ring":
-            link = allreduce_link_time("ring", nbytes(coll.result.type), n, machine)
+        if isinstance(coll, AllReduceOp) and coll.entry.inside_time is not None:
+            link = allreduce_link_time(coll.algorithm_name, nbytes(coll.result.type), n, machine)
         return compute + link, "collective"
     return compute, "compute"
 
@@ -180,7 +180,7 @@ def placed_sections(func: FuncOp) -> Iterator[tuple[SectionOp, tuple[int, ...]]]
             coll = collective(op)
             if isinstance(coll, UnshardOp):
                 yield op, ()
-            elif isinstance(coll, Collective) and coll.algorithm_name == "fold":
+            elif isinstance(coll, Collective) and not coll.lands_on_every_chip:
                 yield op, (0,)
             else:
                 yield op, op.chip_list
