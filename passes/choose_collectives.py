@@ -62,9 +62,14 @@ class ChooseAlgorithm(RewritePattern):
     """Where values live (a maxloc's readers under ``auto``); None: computed when needed."""
     reporter: str = "tp-choose-collectives"
     """The pass name a report line starts with."""
+    keep: bool = False
+    """Leave a collective that already states its algorithm as it is (tp-relocate without
+    ``allreduce=``: what tp-choose-collectives wrote before it stays)."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not isinstance(op, Collective) or not isinstance(op.parent_op(), FuncOp):
+            return
+        if self.keep and op.algorithm is not None:
             return
         if isinstance(op, AllReduceOp):
             algorithm = self.allreduce
@@ -129,10 +134,14 @@ class TpChooseCollectives(ModulePass):
         prov: Provenance | None,
         checked: tuple[str, Machine | None],
         reporter: str,
+        keep: bool = False,
     ) -> None:
-        """Write the algorithms in ``module`` over ``n`` chips (``checked``: `checked`'s)."""
+        """Write the algorithms in ``module`` over ``n`` chips (``checked``: `checked`'s);
+        with ``keep``, only on collectives stating none."""
         maxloc, machine = checked
-        choose = ChooseAlgorithm(self.allreduce, maxloc, n, machine, self.report, prov, reporter)
+        choose = ChooseAlgorithm(
+            self.allreduce, maxloc, n, machine, self.report, prov, reporter, keep
+        )
         PatternRewriteWalker(choose, apply_recursively=False).rewrite_module(module)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

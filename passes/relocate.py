@@ -107,12 +107,14 @@ class TpRelocate(ModulePass):
 
     A pipeline alias kept for its options: it raises the seed's folds (tp-raise-allreduce),
     runs tp-choose-collectives with ``allreduce=``, ``maxloc=``, ``machine=`` and ``report=``
-    (``allreduce=fold`` when not given), places every statement, then with ``epilogue=true``
-    runs tp-fuse-epilogue with ``shim=``."""
+    (when neither ``allreduce=`` nor ``maxloc=`` is given, a collective keeps the algorithm it
+    states and one stating none gets ``fold``: so ``tp-choose-collectives,tp-relocate``
+    composes), places every statement, then with ``epilogue=true`` runs tp-fuse-epilogue with
+    ``shim=``."""
 
     name = "tp-relocate"
 
-    allreduce: AllReduceChoice = DEFAULT  # type: ignore[valid-type]
+    allreduce: AllReduceChoice | None = None  # type: ignore[valid-type]
     maxloc: MaxLocChoice | None = None  # type: ignore[valid-type]
     machine: str = "sn40l"
     report: bool = False
@@ -121,8 +123,12 @@ class TpRelocate(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         certified = status(op) == "valid"
+        keep = self.allreduce is None and self.maxloc is None
         chooser = TpChooseCollectives(
-            allreduce=self.allreduce, maxloc=self.maxloc, machine=self.machine, report=self.report
+            allreduce=self.allreduce or DEFAULT,
+            maxloc=self.maxloc,
+            machine=self.machine,
+            report=self.report,
         )
         checked = chooser.checked(self.name)
         base = base_shim("tp-relocate", self.shim) if self.epilogue else None  # options first
@@ -148,7 +154,7 @@ class TpRelocate(ModulePass):
         for stmt in placed if n > MAX_LOWERED_CHIPS else ():
             if prov.runs_everywhere(stmt):
                 replicated_within(stmt, n, self.name)
-        chooser.choose(op, n, prov, checked, self.name)
+        chooser.choose(op, n, prov, checked, self.name, keep)
         relocate = RelocateStatement(prov, set(funcs), work)
         walker = PatternRewriteWalker(relocate, apply_recursively=False)
         walker.rewrite_module(op)

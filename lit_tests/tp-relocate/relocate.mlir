@@ -25,7 +25,7 @@
 // CHECK:      func.return %out
 // RING-LABEL: func.func @mlp
 // RING:       tp.allreduce %h0, %h1 algorithm "ring"
-// BADOPT: error: bad pass pipeline 'tp-relocate{allreduce=tree}': Incompatible types: given ('tree',), expected typing.Literal['fold', 'ring', 'oneshot', 'twoshot', 'auto']
+// BADOPT: error: bad pass pipeline 'tp-relocate{allreduce=tree}': Incompatible types: given ('tree',), expected typing.Optional[typing.Literal['fold', 'ring', 'oneshot', 'twoshot', 'auto']]
 builtin.module attributes {tp.chips = 2 : i64} {
   func.func @mlp(%x: tensor<1x4xf32>, %w: tensor<2x4xf32>) -> tensor<1x4xf32> {
     %e0 = tensor.empty() : tensor<1x4xf32, #tp.chip<0>>
