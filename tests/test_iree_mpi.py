@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import program, tiny
 from iree_mpi_driver import PIPELINE
-from programs import program, tiny
 from safetensors.numpy import save_file
 from test_mpi import BIN, TIMEOUT, interpreted, one_error, tp_run
 
