@@ -25,11 +25,6 @@ from tp_dialect.runtime.checkpoint import random_inputs, random_weights
 from tp_dialect.runtime.reference import run_program
 
 
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("iree-cache")
-
-
 def _files(
     tmp_path: Path, chips: int, dtype: str = "f32"
 ) -> tuple[Path, Path, Path, dict[str, np.ndarray]]:
