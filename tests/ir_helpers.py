@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from helpers import CTX
 from hypothesis import HealthCheck, Phase
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
@@ -13,9 +14,6 @@ from tp_dialect.grid import check_chip_indices
 from tp_dialect.passes import TP_PASSES
 from tp_dialect.ssa import check_dominance
 from tp_dialect.tools.source import parse_module
-from tp_dialect.universe import tp_context
-
-CTX = tp_context()
 
 # Shrinking is off: the program generator's draws depend on each other, so shrinking a failure
 # takes minutes; a failing program is printed whole (its MLIR text) instead. Each test sets its

@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 from exported_runner import interpreted
-from programs import program, tiny
+from helpers import program, tiny
 
 from tp_dialect.passes.export import export_module, manifest_of
 from tp_dialect.passes.universe import lowered

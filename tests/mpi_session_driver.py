@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-from programs import program, tiny
+from helpers import program, tiny
 
 from tp_dialect.passes.universe import lowered
 from tp_dialect.runtime.checkpoint import MemorySource, random_weights

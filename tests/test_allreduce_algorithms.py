@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import program, tiny
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ir_helpers import SETTINGS, apply, check_ir, parse
-from programs import program, tiny
 from random_programs import Program, programs
 
 from tp_dialect.analysis.cost import split_axis

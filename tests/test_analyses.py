@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from helpers import program, tiny
 from ir_helpers import parse
 from ir_helpers import touch_of as _t
-from programs import program, tiny
 from xdsl.dialects import tensor
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.passes import PassPipeline

@@ -1,11 +1,13 @@
-"""A seeded slice of ``make fuzz``: inputs 0..999 of seed 0 (the first thousand of the full
-campaign), in chunks of 50 so that ``pytest -n auto`` spreads them over the cores. Each
-chunk runs its inputs in a forked worker (time limit, memory limit, crash guard) and fails
-on any internal error or hang, naming the input, its command and the minimised reproducer
-(saved under ``build/fuzz/slice-reproducers``; a failure class already kept in
-``tests/fuzz_reproducers`` is named, not minimised again).
+"""A seeded smoke of ``make fuzz``: inputs 0..49 of seed 0 (the first fifty of the full
+campaign, which ``make fuzz`` runs with the 19,950 after them). Each chunk of 50 runs its
+inputs in a forked worker (time limit, memory limit, crash guard) and fails on any internal
+error or hang, naming the input, its command and the minimised reproducer (saved under
+``build/fuzz/slice-reproducers``; a failure class already kept in ``tests/fuzz_reproducers``
+is named, not minimised again).
 
-``TP_FUZZ_SLICE=N`` changes the slice's size (a multiple of 50).
+``TP_FUZZ_SLICE=N`` changes the slice's size (a multiple of 50; chunks spread over the cores
+under ``pytest -n auto``): ``TP_FUZZ_SLICE=1000`` is the slice ``make test`` ran before the
+campaign's first thousand moved to ``make fuzz``.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from fuzz.run import campaign  # noqa: E402
 
 SEED = 0
 CHUNK = 50
-SLICE = int(os.environ.get("TP_FUZZ_SLICE", "1000"))
+SLICE = int(os.environ.get("TP_FUZZ_SLICE", "50"))
 TIMEOUT = 5.0  # seconds per input, as in make fuzz
 
 

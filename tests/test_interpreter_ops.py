@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers import CTX
 from interp_cases import Case, arith_cases
 from interp_cases_ops import op_cases
 from qwen3_numpy_reference import qwen3_decode, random_qwen3_inputs, random_qwen3_weights
@@ -36,9 +37,7 @@ from tp_dialect.passes.universe import lowered
 from tp_dialect.runtime.checkpoint import random_inputs, random_weights
 from tp_dialect.runtime.reference import run_program
 from tp_dialect.tools.source import parse_module, verify_located
-from tp_dialect.universe import tp_context
 
-CTX = tp_context()
 CASES = [*arith_cases(), *op_cases()]
 BIN = Path(sys.executable).parent
 

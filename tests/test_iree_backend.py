@@ -31,11 +31,6 @@ ROOT = Path(__file__).resolve().parents[1]
 PIPELINE = "tp-relocate{{allreduce={}}},tp-transfers,tp-phase,tp-link-points,tp-relay"
 
 
-@pytest.fixture(scope="session")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("iree-cache")
-
-
 @functools.cache
 def _source(chips: int, dtype: str) -> str:
     """tp-gen's tiny 2-layer qwen3 step on ``chips`` chips, ``dtype`` weights."""

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import program, tiny
 from iree_mpi_driver import PIPELINE
-from programs import program, tiny
 from safetensors.numpy import save_file
 from test_mpi import BIN, TIMEOUT, interpreted, one_error, tp_run
 
@@ -23,11 +23,6 @@ from tp_dialect.frontend.qwen3 import generate
 from tp_dialect.passes.universe import lowered
 from tp_dialect.runtime.checkpoint import random_inputs, random_weights
 from tp_dialect.runtime.reference import run_program
-
-
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("iree-cache")
 
 
 def _files(

@@ -26,11 +26,6 @@ from tp_dialect.serving.model import load
 TOKENS = 4
 
 
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("iree-cache")
-
-
 @pytest.fixture(autouse=True)
 def _shared_cache(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TP_IREE_CACHE", str(cache_dir))

@@ -20,11 +20,11 @@ from dataclasses import replace
 
 import pytest
 from head_programs import head_program
+from helpers import program, tiny_on
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from ir_helpers import SETTINGS, apply, parse
 from leak_injection import COVERAGE_KINDS, MAXLOC_MUTATORS, MUTATORS
-from programs import program, tiny_on
 from random_programs import programs
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.printer import Printer

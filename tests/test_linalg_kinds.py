@@ -13,8 +13,8 @@ import weakref
 
 import numpy as np
 import pytest
+from helpers import program, tiny
 from ir_helpers import parse
-from programs import program, tiny
 from xdsl.dialects.builtin import BFloat16Type, Float32Type, Float64Type, StringAttr, TensorType
 from xdsl.dialects.linalg import ops as linalg
 

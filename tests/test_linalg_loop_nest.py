@@ -13,14 +13,13 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+from helpers import CTX
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tp_dialect.runtime.reference import run_program
 from tp_dialect.tools.source import parse_module, verify_located
-from tp_dialect.universe import tp_context
 
-CTX = tp_context()
 BODIES = {
     # name: (MLIR lines over %x0 [%x1] and %acc ending in %out, the same in Python)
     "sum of products": (

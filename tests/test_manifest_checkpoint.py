@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from programs import program, tiny
+from helpers import program, tiny
 from safetensors.numpy import save_file
 
 from tp_dialect.analysis.manifest import read_manifest

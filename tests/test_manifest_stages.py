@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from programs import program, tiny
+from helpers import program, tiny
 from safetensors.numpy import save_file
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import ReturnOp

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import program, tiny
 from hypothesis import Phase, given, settings
-from programs import program, tiny
 from random_programs import Program, programs
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.passes import PassPipeline

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 import pytest
-from programs import program, tiny
+from helpers import program, tiny
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
 

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from programs import program, tiny
+from helpers import program, tiny
 from xdsl.passes import PassPipeline
 
 from tp_dialect.analysis.cost import first_touch_time, op_cost

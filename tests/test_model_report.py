@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from programs import program, tiny
+from helpers import program, tiny
 from xdsl.passes import PassPipeline
 
 from tp_dialect.analysis.machine import MACHINES

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import program, tiny
 from ir_helpers import apply
-from programs import program, tiny
 from safetensors.numpy import save_file
 
 from tp_dialect.frontend.qwen3 import generate

@@ -12,11 +12,10 @@ the same with names erased, and they run bitwise equal.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
-import numpy as np
 import pytest
+from helpers import CTX, assert_bitwise, program, tiny, values_for
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from xdsl.dialects.builtin import ModuleOp
@@ -28,19 +27,10 @@ from tp_dialect.certificate import status
 from tp_dialect.frontend import gpt2, qwen3
 from tp_dialect.frontend.models import ModelConfig, generate
 from tp_dialect.passes.universe import lowered
-from tp_dialect.runtime.checkpoint import random_inputs, random_weights
 from tp_dialect.runtime.reference import run_program
 from tp_dialect.signature import entry_function, ports
 from tp_dialect.tools import tp_gen
 from tp_dialect.tools.source import parse_module
-from tp_dialect.universe import tp_context
-
-CTX = tp_context()
-
-
-def tiny(**kw: Any) -> qwen3.Qwen3Config:
-    return qwen3.Qwen3Config.preset("tiny", **kw)
-
 
 CONFIGS: dict[str, ModelConfig] = {
     **{f"c{n}": tiny(chips=n, layers=2) for n in (1, 2, 4, 8)},
@@ -50,24 +40,6 @@ CONFIGS: dict[str, ModelConfig] = {
     ),
     "gpt2": gpt2.GPT2Config.preset("tiny", layers=2),
 }
-
-
-@functools.cache
-def program(cfg: ModelConfig, outline: bool) -> ModuleOp:
-    """The generated program, parsed (cached: nothing here changes a module in place)."""
-    module, _ = parse_module(CTX, generate(cfg, outline=outline), "<tp-gen>")
-    return module
-
-
-def values_for(module: ModuleOp, position: int = 5) -> dict[str, np.ndarray]:
-    return {**random_weights(module, 0), **random_inputs(module, 1, position)}
-
-
-def assert_bitwise(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> None:
-    assert list(a) == list(b)
-    for name in a:
-        assert a[name].dtype == b[name].dtype, name
-        np.testing.assert_array_equal(a[name], b[name], err_msg=name, strict=True)
 
 
 def normal_form(module: ModuleOp) -> str:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import CTX, program, tiny
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.dialects.func import CallOp, FuncOp
 
@@ -41,7 +42,6 @@ from tp_dialect.analysis.call_runs import CallError, Runs
 from tp_dialect.analysis.machine import MACHINES
 from tp_dialect.analysis.stats import format_stats, pipeline_stats
 from tp_dialect.frontend import qwen3
-from tp_dialect.frontend.models import generate
 from tp_dialect.ops import SectionOp
 from tp_dialect.passes.universe import lowered
 from tp_dialect.runtime.model import ModelError, ModelReport, model, stage_of
@@ -51,9 +51,7 @@ from tp_dialect.signature import entry_function
 from tp_dialect.tools import tp_run
 from tp_dialect.tools.run_model import model_modes
 from tp_dialect.tools.source import parse_module
-from tp_dialect.universe import tp_context
 
-CTX = tp_context()
 SN40L = MACHINES["sn40l"]
 INPUTS = Path(__file__).parent / "inputs"
 
@@ -63,21 +61,10 @@ STAGES = {"sectioned": SECTIONED, "phased": PHASED}
 CHIPS = [1, 2, 4, 8]
 
 
-def tiny(**kw: Any) -> qwen3.Qwen3Config:
-    return qwen3.Qwen3Config.preset("tiny", **kw)
-
-
-@functools.cache
-def source(cfg: qwen3.Qwen3Config) -> ModuleOp:
-    """The outlined program, parsed (cached: every use lowers a copy)."""
-    module, _ = parse_module(CTX, generate(cfg, outline=True), "<tp-gen --outline>")
-    return module
-
-
 @functools.cache
 def pair(cfg: qwen3.Qwen3Config, spec: str) -> tuple[ModuleOp, ModuleOp]:
     """The outlined program lowered by ``spec``, and the flat program tp-inline makes of it."""
-    outlined = lowered(source(cfg), spec)
+    outlined = lowered(program(cfg, True), spec)
     return outlined, lowered(outlined, "tp-inline")
 
 
@@ -247,7 +234,7 @@ def other(name: str) -> ModuleOp:
     if name == "cache-in-callee":
         return parsed((INPUTS / "cache_update_in_callee.mlir").read_text())
     cfg = tiny(chips=4, layers=2, fold=True, fused_qkv=True, fused_gate_up=True)
-    return source(cfg)
+    return program(cfg, True)
 
 
 @pytest.mark.parametrize("spec", OTHER_SPECS)

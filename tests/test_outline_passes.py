@@ -23,33 +23,29 @@ from __future__ import annotations
 import functools
 import random
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
+from helpers import CTX, assert_bitwise, funcs, program, tiny, values_for
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from leak_injection import MUTATORS
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.dialects.func import CallOp, FuncOp
+from xdsl.dialects.func import CallOp
 
 from tp_dialect.analysis.programs import relay_steps
 from tp_dialect.analysis.stats import pipeline_stats
 from tp_dialect.certificate import stamp, status
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.frontend import qwen3
-from tp_dialect.frontend.models import generate
 from tp_dialect.ops import BarrierOp, SectionOp, TransferOp
 from tp_dialect.passes.universe import lowered
 from tp_dialect.program_ops import ChipProgramOp
-from tp_dialect.runtime.checkpoint import random_inputs, random_weights
 from tp_dialect.runtime.reference import run_program
 from tp_dialect.signature import entry_function
 from tp_dialect.tools import tp_run
 from tp_dialect.tools.source import parse_module
-from tp_dialect.universe import tp_context
 
-CTX = tp_context()
 INPUTS = Path(__file__).parent / "inputs"
 
 RELOCATED = "tp-verify,tp-relocate,tp-transfers"
@@ -58,34 +54,9 @@ PROGRAMS = f"{PHASED},tp-link-points,tp-relay"
 STAGES = {"source": "tp-verify", "transfers": RELOCATED, "phased": PHASED, "programs": PROGRAMS}
 
 
-def tiny(**kw: Any) -> qwen3.Qwen3Config:
-    return qwen3.Qwen3Config.preset("tiny", **kw)
-
-
-@functools.cache
-def program(cfg: qwen3.Qwen3Config, outline: bool) -> ModuleOp:
-    """The generated program, parsed (cached: every use lowers a copy)."""
-    module, _ = parse_module(CTX, generate(cfg, outline=outline), "<tp-gen>")
-    return module
-
-
 @functools.cache
 def stage(cfg: qwen3.Qwen3Config, outline: bool, spec: str) -> ModuleOp:
     return lowered(program(cfg, outline), spec)
-
-
-def values_for(module: ModuleOp, position: int = 5) -> dict[str, np.ndarray]:
-    return {**random_weights(module, 0), **random_inputs(module, 1, position)}
-
-
-def assert_bitwise(a: dict[str, np.ndarray], b: dict[str, np.ndarray], where: str = "") -> None:
-    assert list(a) == list(b), where
-    for name in a:
-        np.testing.assert_array_equal(a[name], b[name], err_msg=f"{where}: {name}", strict=True)
-
-
-def functions(module: ModuleOp) -> dict[str, FuncOp]:
-    return {f.sym_name.data: f for f in module.ops if isinstance(f, FuncOp)}
 
 
 # -- the callee lowered once, the calls bare -------------------------------------------------
@@ -93,7 +64,7 @@ def functions(module: ModuleOp) -> dict[str, FuncOp]:
 
 def test_relocate_sections_the_callee_once_and_leaves_the_calls_bare() -> None:
     module = stage(tiny(chips=2, layers=3), True, RELOCATED)
-    layer, decode = functions(module)["layer"], functions(module)["decode"]
+    layer, decode = funcs(module)["layer"], funcs(module)["decode"]
     body = [op for op in layer.body.block.ops if isinstance(op, SectionOp | TransferOp)]
     assert len(body) > 100 and any(isinstance(op, TransferOp) for op in body)
     calls = [op for op in decode.body.block.ops if isinstance(op, CallOp)]
@@ -109,23 +80,23 @@ def test_relocate_sections_the_callee_once_and_leaves_the_calls_bare() -> None:
 
 def test_phase_orders_the_callee_once_and_gives_each_call_its_own_phase() -> None:
     module = stage(tiny(chips=4, layers=3), True, PHASED)
-    decode = functions(module)["decode"]
+    decode = funcs(module)["decode"]
     ops = list(decode.body.block.ops)
     for i, op in enumerate(ops):
         if isinstance(op, CallOp):  # alone between two barriers, tagged with its phase
             phase = op.attributes["tp.phase"].value.data  # type: ignore[attr-defined]
             assert isinstance(ops[i - 1], BarrierOp) and isinstance(ops[i + 1], BarrierOp)
             assert ops[i + 1].phase.value.data == phase  # type: ignore[attr-defined]
-    layer = functions(module)["layer"]
+    layer = funcs(module)["layer"]
     barriers = [op.phase.value.data for op in layer.body.block.ops if isinstance(op, BarrierOp)]
     assert barriers == list(range(len(barriers))) and len(barriers) > 10
 
 
 def test_inlined_phased_program_is_numbered_in_program_order() -> None:
     module = lowered(stage(tiny(chips=2, layers=2), True, PHASED), "tp-inline")
-    assert list(functions(module)) == ["decode"]
+    assert list(funcs(module)) == ["decode"]
     phase, seen = 0, 0
-    for op in functions(module)["decode"].body.block.ops:
+    for op in funcs(module)["decode"].body.block.ops:
         if isinstance(op, BarrierOp):
             assert op.phase.value.data == phase  # type: ignore[union-attr]
             phase, seen = phase + 1, seen + 1
@@ -206,7 +177,7 @@ def test_a_cache_updated_in_a_callee_is_written_after_its_readers() -> None:
     want = run_program(source, values)
     for algorithm in ("fold", "ring"):
         module = lowered(source, f"tp-relocate{{allreduce={algorithm}}},tp-transfers,tp-phase")
-        ops = list(functions(module)["decode"].body.block.ops)
+        ops = list(funcs(module)["decode"].body.block.ops)
         call = next(i for i, op in enumerate(ops) if isinstance(op, CallOp))
         reader = next(
             i
@@ -241,7 +212,7 @@ def test_a_certified_outlined_program_stays_certified() -> None:
     for spec in ("tp-link-points", "tp-relay"):
         module = lowered(module, spec)
         assert status(module) == "valid", spec
-        assert any(isinstance(op, ChipProgramOp) for op in functions(module)["decode"].walk())
+        assert any(isinstance(op, ChipProgramOp) for op in funcs(module)["decode"].walk())
     assert status(lowered(module, "tp-verify")) == "valid"
 
 

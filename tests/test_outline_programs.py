@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import CTX, program, tiny, values_for
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import CallOp, FuncOp
 from xdsl.printer import Printer
@@ -40,33 +41,23 @@ from tp_dialect.analysis.programs import check_programs, program_halts, programs
 from tp_dialect.analysis.stats import pipeline_stats
 from tp_dialect.certificate import status
 from tp_dialect.diagnostics import TpDiagnostic
-from tp_dialect.frontend.qwen3 import Qwen3Config, generate
 from tp_dialect.passes.universe import lowered
 from tp_dialect.program_ops import CHIP_FUNCTION, LinkOp, RelayOp, RelayRepeatOp
-from tp_dialect.runtime.checkpoint import random_inputs, random_weights
 from tp_dialect.runtime.model import model
 from tp_dialect.runtime.reference import run_program
 from tp_dialect.signature import entry_function
 from tp_dialect.tools.source import parse_module
-from tp_dialect.universe import tp_context
 
-CTX = tp_context()
 SN40L = MACHINES["sn40l"]
 PROGRAMS = "tp-verify,tp-relocate,tp-transfers,tp-phase,tp-link-points,tp-relay,tp-verify"
 CHIPS = [1, 2, 4, 8]
 BIN = Path(sys.executable).parent
 
 
-def tiny(**kw: int) -> Qwen3Config:
-    return Qwen3Config.preset("tiny", **kw)
-
-
 @functools.cache
 def per_chip(chips: int, outline: bool, layers: int = 3) -> ModuleOp:
     """The generated program lowered to per-chip programs and their relay (cached)."""
-    cfg = tiny(chips=chips, layers=layers)
-    module, _ = parse_module(CTX, generate(cfg, outline=outline), "<tp-gen>")
-    return lowered(module, PROGRAMS)
+    return lowered(program(tiny(chips=chips, layers=layers), outline), PROGRAMS)
 
 
 @functools.cache
@@ -75,7 +66,7 @@ def inlined_first(chips: int) -> ModuleOp:
     to phases, tp-inline, then tp-link-points and tp-relay (tp-gen's own flat program is
     phased across layers, so its programs may order sections otherwise: the same outputs
     bit for bit, not the same halts)."""
-    module, _ = parse_module(CTX, generate(tiny(chips=chips, layers=3), outline=True), "<>")
+    module = program(tiny(chips=chips, layers=3), True)
     return lowered(module, PROGRAMS.replace("tp-link-points", "tp-inline,tp-link-points"))
 
 
@@ -83,10 +74,6 @@ def text(module: ModuleOp) -> str:
     out = io.StringIO()
     Printer(stream=out).print_op(module)
     return out.getvalue()
-
-
-def values(module: ModuleOp) -> dict[str, np.ndarray]:
-    return {**random_weights(module, 0), **random_inputs(module, 1, 6)}
 
 
 @pytest.mark.parametrize("chips", CHIPS)
@@ -99,9 +86,9 @@ def test_the_callee_is_split_once_per_chip_and_called_once_a_layer(chips: int) -
         assert f.attributes[CHIP_FUNCTION].value.data == c  # type: ignore[attr-defined]
         links = [op.halt for op in f.body.block.ops if isinstance(op, LinkOp)]
         assert links == list(range(1, len(links) + 1))
-    for program in programs(entry_function(module)):
-        calls = [op for op in program.body.block.ops if isinstance(op, CallOp)]
-        assert [c.callee.string_value() for c in calls] == [f"layer.chip{program.chip_index}"] * 3
+    for prog in programs(entry_function(module)):
+        calls = [op for op in prog.body.block.ops if isinstance(op, CallOp)]
+        assert [c.callee.string_value() for c in calls] == [f"layer.chip{prog.chip_index}"] * 3
         assert [tag_of(c) for c in calls] == ["l0_", "l1_", "l2_"]
     relay = next(op for op in entry_function(module).body.block.ops if isinstance(op, RelayOp))
     repeats = [op for op in relay.body.block.ops if isinstance(op, RelayRepeatOp)]
@@ -158,7 +145,7 @@ def test_tp_inline_gives_back_the_flat_programs(chips: int) -> None:
         assert [(x.halt, x.sends, x.receives) for x in program_links(a)] == [
             (x.halt, x.sends, x.receives) for x in program_links(b)
         ]
-    given = values(flat)
+    given = values_for(flat, 6)
     want = run_program(per_chip(chips, False), given)  # tp-gen's own flat program
     for module in (outlined, inlined, flat):
         got = run_program(module, given, storage=True)

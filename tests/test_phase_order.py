@@ -21,11 +21,11 @@ from collections.abc import Mapping, Sequence
 from itertools import combinations
 
 import pytest
+from helpers import program, tiny
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ir_helpers import SETTINGS, apply
 from ir_helpers import touch_of as _t
-from programs import program, tiny
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 
 from tp_dialect.analysis.machine import MACHINES

@@ -16,8 +16,8 @@ import functools
 
 import numpy as np
 import pytest
+from helpers import program, tiny_on
 from ir_helpers import apply
-from programs import program, tiny_on
 
 from tp_dialect.runtime.checkpoint import random_inputs, random_weights
 from tp_dialect.runtime.reference import run_program

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from programs import program, tiny
+from helpers import program, tiny
 from xdsl.passes import PassPipeline
 
 from tp_dialect.analysis.stats import pipeline_stats

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import program, tiny
 from ir_helpers import apply, parse
-from programs import program, tiny
 from safetensors.numpy import save_file
 
 from tp_dialect.runtime.checkpoint import (

@@ -20,10 +20,10 @@ from typing import TypeVar
 
 import numpy as np
 import pytest
+from helpers import program, tiny
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from ir_helpers import SETTINGS, apply, parse
-from programs import program, tiny
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, TensorType, f16, i64
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-from programs import program, tiny
+from helpers import program, tiny
 from qwen3_numpy_reference import qwen3_decode, random_qwen3_inputs, random_qwen3_weights
 
 from tp_dialect.frontend.qwen3 import Qwen3Config

@@ -21,11 +21,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers import program, tiny_on
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from ir_helpers import SETTINGS, apply, check_ir, parse
 from leak_injection import FOLD_MUTATORS
-from programs import program, tiny_on
 from random_programs import Program, programs
 from xdsl.dialects.builtin import ModuleOp
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from programs import program, tiny
+from helpers import program, tiny
 
 from tp_dialect.passes.universe import lowered
 from tp_dialect.runtime.checkpoint import MemorySource, random_weights

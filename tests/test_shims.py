@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import program, tiny
 from hypothesis import given, settings
 from ir_helpers import SETTINGS, apply, parse
-from programs import program, tiny
 from random_programs import Program, programs
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp

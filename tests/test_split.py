@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers import program, tiny
 from megatron import NAMES, golden_name, megatron
-from programs import program, tiny
 from test_manifest_stages import STAGES, _without_names
 from xdsl.dialects import tensor
 

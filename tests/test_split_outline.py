@@ -11,34 +11,30 @@ diagnostics. A Hypothesis property does the same on random outlined MLP chains (
 
 from __future__ import annotations
 
-import functools
 import json
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
+from helpers import CTX, assert_bitwise, funcs, program, values_for
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.dialects.func import CallOp, FuncOp
+from xdsl.dialects.func import CallOp
 
 from tp_dialect.analysis.manifest import read_manifest
 from tp_dialect.certificate import status
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.frontend import gpt2, qwen3
-from tp_dialect.frontend.models import ModelConfig, generate
+from tp_dialect.frontend.models import ModelConfig
 from tp_dialect.ops import ShardOp, UnshardOp
 from tp_dialect.passes.universe import lowered
-from tp_dialect.runtime.checkpoint import random_inputs, random_weights
 from tp_dialect.runtime.reference import run_program
 from tp_dialect.signature import entry_function, ports
 from tp_dialect.tools.source import parse_module
-from tp_dialect.universe import tp_context
 
-CTX = tp_context()
 BIN = Path(sys.executable).parent
 PLANS = Path(__file__).resolve().parent.parent / "plans"
 
@@ -49,24 +45,12 @@ CASES: dict[str, tuple[ModelConfig, str, tuple[int, ...]]] = {
 PARAMS = [(model, n) for model, (_, _, ns) in CASES.items() for n in ns]
 
 
-@functools.cache
 def source(model: str, outline: bool) -> ModuleOp:
-    module, _ = parse_module(CTX, generate(CASES[model][0], outline=outline), "<tp-gen>")
-    return module
+    return program(CASES[model][0], outline)
 
 
 def split_spec(model: str, chips: int) -> str:
     return f'tp-split{{chips={chips} plan="{PLANS / (CASES[model][1] + ".json")}"}}'
-
-
-def values_for(module: ModuleOp, position: int = 5) -> dict[str, np.ndarray]:
-    return {**random_weights(module, 0), **random_inputs(module, 1, position)}
-
-
-def assert_bitwise(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> None:
-    assert list(a) == list(b)
-    for name in a:
-        np.testing.assert_array_equal(a[name], b[name], err_msg=name, strict=True)
 
 
 def loads(module: ModuleOp) -> list[tuple[str, int, str]]:
@@ -80,10 +64,6 @@ def stores(module: ModuleOp) -> list[tuple[str, list[tuple[int, str]]]]:
         (st_.output, [(chip, str(slice_)) for chip, _, slice_ in st_.parts])
         for st_ in read_manifest(module).stores
     ]
-
-
-def funcs(module: ModuleOp) -> dict[str, FuncOp]:
-    return {f.sym_name.data: f for f in module.ops if isinstance(f, FuncOp)}
 
 
 @pytest.mark.parametrize(("model", "chips"), PARAMS)
