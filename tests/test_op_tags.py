@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import hf_models
 import pytest
-from programs import tiny
+from helpers import tiny
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.dialects.linalg import ops as linalg
 
