@@ -27,8 +27,8 @@ import time
 
 from xdsl.dialects.builtin import ModuleOp
 
-from tp_dialect.analysis.machine import MACHINES, Machine
 from tp_dialect.frontend.qwen3 import Qwen3Config, generate
+from tp_dialect.machine import MACHINES, Machine
 from tp_dialect.ops import AllReduceOp
 from tp_dialect.passes.universe import lowered as lower
 from tp_dialect.runtime.model import model

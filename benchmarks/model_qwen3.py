@@ -13,8 +13,8 @@ from __future__ import annotations
 import sys
 import time
 
-from tp_dialect.analysis.machine import MACHINES
 from tp_dialect.frontend.qwen3 import Qwen3Config, generate
+from tp_dialect.machine import MACHINES
 from tp_dialect.passes.universe import lowered as lower
 from tp_dialect.runtime.model import ModelReport, model
 from tp_dialect.tools.source import parse_module

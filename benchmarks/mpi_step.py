@@ -40,9 +40,9 @@ from safetensors.numpy import save_file
 from xdsl.dialects.builtin import ModuleOp
 
 from benchmarks.numpy_qwen3 import baseline_step
-from tp_dialect.analysis.cost import first_touch_time, op_cost
-from tp_dialect.analysis.machine import Machine, machine_from
+from tp_dialect.analysis.timing.cost import first_touch_time, op_cost
 from tp_dialect.frontend.qwen3 import Qwen3Config, generate
+from tp_dialect.machine import Machine, machine_from
 from tp_dialect.passes.universe import lowered as lower
 from tp_dialect.runtime.calibrate import local_machine, measure_local
 from tp_dialect.runtime.checkpoint import (

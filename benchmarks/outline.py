@@ -36,7 +36,7 @@ from typing import TypeVar
 from xdsl.passes import PassPipeline
 from xdsl.printer import Printer
 
-from tp_dialect.frontend.models import generate
+from tp_dialect.frontend.families import generate
 from tp_dialect.frontend.qwen3 import Qwen3Config
 from tp_dialect.passes import TP_PASSES
 from tp_dialect.tools import tp_run

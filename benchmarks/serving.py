@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from tp_dialect.analysis.machine import MACHINES
+from tp_dialect.machine import MACHINES
 from tp_dialect.passes.universe import lowered as lower
 from tp_dialect.runtime.model import ModelReport, model
 from tp_dialect.tools import tp_gen

@@ -14,7 +14,7 @@ from io import StringIO
 
 from xdsl.printer import Printer
 
-from tp_dialect.analysis.stats import pipeline_stats
+from tp_dialect.analysis.schedule.stats import pipeline_stats
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.frontend import gpt2, qwen3
 from tp_dialect.passes.split import TpSplit

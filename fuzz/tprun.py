@@ -249,7 +249,7 @@ def machine_json(rng: random.Random) -> tuple[bytes, str]:
     ``machine=`` option."""
     from dataclasses import asdict
 
-    from tp_dialect.analysis.machine import MACHINES
+    from tp_dialect.machine import MACHINES
 
     fields = {k: v for k, v in asdict(MACHINES["sn40l"]).items() if k != "name"}
     keys = sorted(fields)

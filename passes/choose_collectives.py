@@ -22,9 +22,8 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 
-from tp_dialect.analysis.cost import best_allreduce, best_maxloc, nbytes, split_axis
-from tp_dialect.analysis.machine import Machine, MachineError, machine_from
-from tp_dialect.analysis.provenance import Provenance
+from tp_dialect.analysis.certify.provenance import Provenance
+from tp_dialect.analysis.timing.cost import best_allreduce, best_maxloc, nbytes, split_axis
 from tp_dialect.collectives import (
     ALLREDUCE,
     AUTO,
@@ -36,6 +35,7 @@ from tp_dialect.collectives import (
 )
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.grid import stated_chips
+from tp_dialect.machine import Machine, MachineError, machine_from
 from tp_dialect.names import value_name
 from tp_dialect.ops import AllReduceOp, Collective, MaxLocOp
 from tp_dialect.passes.rewrites import set_algorithm

@@ -9,7 +9,7 @@ statement starts the next. Each group of two or more becomes one ``tp.section`` 
 of what it binds; the spine's: every chip) placed where its last statement was, yielding the
 values used outside it. Refusals are printed (``report=true``) with the shim's reason.
 
-An outlined program (``@decode`` calling ``@layer``, `tp_dialect.analysis.calls`): the
+An outlined program (``@decode`` calling ``@layer``, `tp_dialect.analysis.calls.outlined`): the
 callee's statements are fused once, in the callee, and so are the caller's; a call to a
 function holding chip work is never fused (its callee holds its work) and closes the group
 being built, so no group moves across it.
@@ -28,9 +28,9 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 from xdsl.rewriter import InsertPoint
 
-from tp_dialect.analysis.calls import ChipWork, check_arguments, lowered_functions
-from tp_dialect.analysis.provenance import Provenance
-from tp_dialect.analysis.touch import is_statement
+from tp_dialect.analysis.calls.outlined import ChipWork, check_arguments, lowered_functions
+from tp_dialect.analysis.certify.provenance import Provenance
+from tp_dialect.analysis.schedule.touch import is_statement
 from tp_dialect.certificate import kept
 from tp_dialect.names import value_name
 from tp_dialect.ops import SectionOp, TransferOp, YieldOp

@@ -21,7 +21,7 @@ order, each phase of a call becoming its callee's phases (`tp_dialect.passes.pha
 inlines a callee's own lowered calls into it: per-chip functions are one level deep).
 
 Per-chip programs calling per-chip functions (tp-link-points on an outlined program) become
-the flat per-chip programs they stand for (`tp_dialect.analysis.chip_calls.flat_copy`): each
+the flat per-chip programs they stand for (`tp_dialect.analysis.calls.chip_runs.flat_copy`): each
 call's body in its place, its links numbered and its buffers named as the call runs them,
 the relay's repeats unrolled.
 """
@@ -44,8 +44,8 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 from xdsl.traits import SymbolTable
 
-from tp_dialect.analysis.chip_calls import flat_copy, has_chip_calls, retag
-from tp_dialect.analysis.programs import check_programs, programs
+from tp_dialect.analysis.calls.chip_runs import flat_copy, has_chip_calls, retag
+from tp_dialect.analysis.schedule.programs import check_programs, programs
 from tp_dialect.certificate import kept
 from tp_dialect.names import call_tag
 from tp_dialect.passes.phase import renumber

@@ -8,8 +8,8 @@ all-reduce's section with its fused epilogue, a fold reduced onto one chip). The
 structure — transfers, barriers, link points, per-chip programs, the relay — is classed like
 any op (`tp_dialect.shims.classify`), so every stage of the pipeline can be checked.
 
-An outlined program (``@decode`` calling ``@layer``, `tp_dialect.analysis.calls`): a call to
-a function holding chip work is no op of a chip — it is checked where its work stands, in
+An outlined program (``@decode`` calling ``@layer``, `tp_dialect.analysis.calls.outlined`): a call
+to a function holding chip work is no op of a chip — it is checked where its work stands, in
 its callee, whose ops are checked once like every function's.
 """
 
@@ -22,8 +22,8 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.passes import ModulePass
 
-from tp_dialect.analysis.calls import ChipWork
-from tp_dialect.analysis.provenance import Provenance
+from tp_dialect.analysis.calls.outlined import ChipWork
+from tp_dialect.analysis.certify.provenance import Provenance
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.ops import SectionOp, YieldOp
 from tp_dialect.passes.options import ShimName, base_shim

@@ -1,7 +1,7 @@
 """Per-chip functions: a function holding chip work, split once into one function per chip.
 
 tp-link-points lowers an outlined program (``@decode`` calling ``@layer``,
-`tp_dialect.analysis.calls`) without copying the callee per call: ``@layer`` becomes
+`tp_dialect.analysis.calls.outlined`) without copying the callee per call: ``@layer`` becomes
 ``@layer.chip0`` … ``@layer.chipN-1`` (marked `CHIP_FUNCTION`), chip c's sections of the
 callee in program order with its own link points (numbered from 1: a function has no start),
 and each chip's program calls its function once per call. A per-chip function takes the
@@ -11,7 +11,7 @@ of a cache): the host runs those stores once per call, on the programs' outputs.
 
 The buffer names a per-chip function's links send and receive are the callee's, written once;
 each call expands them by its call tag (``tp.tag = "l3_"``: ``l_c1_o`` → ``l3_c1_o``,
-`tp_dialect.analysis.chip_calls.expanded_name`), so every call's buffers are its own.
+`tp_dialect.analysis.calls.chip_runs.expanded_name`), so every call's buffers are its own.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from xdsl.dialects.builtin import IntegerAttr, i64
 from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 
-from tp_dialect.analysis.call_summary import CallSummary
-from tp_dialect.analysis.link_points import link_points, runs_on
-from tp_dialect.analysis.provenance import Provenance
-from tp_dialect.analysis.touch import collective, statements
+from tp_dialect.analysis.calls.summary import CallSummary
+from tp_dialect.analysis.certify.provenance import Provenance
+from tp_dialect.analysis.schedule.halts import link_points, runs_on
+from tp_dialect.analysis.schedule.touch import collective, statements
 from tp_dialect.ops import SectionOp, UnshardOp
 from tp_dialect.program_ops import CHIP_FUNCTION
 from tp_dialect.reject import TpReject

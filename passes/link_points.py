@@ -9,7 +9,7 @@ that stores it and enters its receiver at a ``tp.link`` right before the first s
 loads it, by buffer name; receives needed before a chip's first section are link 0, placed by
 the host before the chip starts. Halts at one boundary are one link point, in program order.
 
-An outlined program (``@decode`` calling ``@layer``, `tp_dialect.analysis.calls`) is split
+An outlined program (``@decode`` calling ``@layer``, `tp_dialect.analysis.calls.outlined`) is split
 without copying the callee per call: ``@layer`` becomes one per-chip function per chip
 (`tp_dialect.passes.link_calls`: ``@layer.chip1``, chip 1's sections of it with its own link
 points), and each chip's program calls its function where ``@decode`` called ``@layer``,
@@ -17,7 +17,7 @@ tagged (``tp.tag = "l3_"``) so that each call's buffers are its own; what crosse
 a call crosses in the program, before it; the callee's host stores (a cache's ``tp.unshard``)
 run on the host once per call. A callee's own lowered calls are inlined into it first
 (`tp_dialect.passes.inline.inline_calls`): per-chip functions are one level deep. The flat
-programs the calls stand for are `tp_dialect.analysis.chip_calls.flat_copy` (tp-inline). A
+programs the calls stand for are `tp_dialect.analysis.calls.chip_runs.flat_copy` (tp-inline). A
 call to a function holding no chip work stays inside its section (its callee in the module).
 """
 
@@ -33,11 +33,11 @@ from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
-from tp_dialect.analysis.call_summary import CallSummary, Summaries
-from tp_dialect.analysis.chip_calls import TAG
-from tp_dialect.analysis.link_points import ChipPlan, link_points, runs_on
-from tp_dialect.analysis.provenance import Provenance
-from tp_dialect.analysis.touch import captured, collective, is_constant, statements
+from tp_dialect.analysis.calls.chip_runs import TAG
+from tp_dialect.analysis.calls.summary import CallSummary, Summaries
+from tp_dialect.analysis.certify.provenance import Provenance
+from tp_dialect.analysis.schedule.halts import ChipPlan, link_points, runs_on
+from tp_dialect.analysis.schedule.touch import captured, collective, is_constant, statements
 from tp_dialect.analysis.values import callee
 from tp_dialect.certificate import kept
 from tp_dialect.names import call_tag, in_layer

@@ -7,17 +7,17 @@ in-place carried state such as KV caches included, wherever the storage came fro
 never touch what the other writes. A transfer copies without writing its tensor's storage: it
 follows the writer of what it copies, precedes any later in-place writer of it and the
 readers on its destination chip, and waits for no reader elsewhere
-(`tp_dialect.analysis.phases`). Constants move to the top of the function (every chip holds
+(`tp_dialect.analysis.schedule.phases`). Constants move to the top of the function (every chip holds
 its own), so the reordered program still defines each value before its use.
 
 Where that leaves a choice, ``order`` decides: ``critical-path`` (the default) fills each
 phase with the ready statements that have the longest way still to go, timed on ``machine``
-(a preset of `tp_dialect.analysis.machine` or a JSON file); ``source`` is the seed's rule,
+(a preset of `tp_dialect.machine` or a JSON file); ``source`` is the seed's rule,
 each statement in source order into the earliest phase its dependencies and chips allow.
 
 An outlined program (``@decode`` calling ``@layer``): the callee's statements are phased
 once, in the callee, its own barriers numbered from 0; a lowered call
-(`tp_dialect.analysis.calls`) stays a bare statement of its caller, on every chip the
+(`tp_dialect.analysis.calls.outlined`) stays a bare statement of its caller, on every chip the
 caller's statements use, so it stands alone in a phase of its caller and carries that
 phase's ``tp.phase``: the callee's phases run in it, in order. As a statement of its caller
 it reads its operands where its callee reads them, writes what it returns and every caller
@@ -39,15 +39,15 @@ from xdsl.dialects.func import CallOp, FuncOp
 from xdsl.ir import Block
 from xdsl.passes import ModulePass
 
-from tp_dialect.analysis.call_summary import CallSummary, call_touch, summarize
-from tp_dialect.analysis.machine import Machine, MachineError, machine_from
-from tp_dialect.analysis.phases import ORDERS, arrange, phase_of, span, statement_time
-from tp_dialect.analysis.touch import SectionTouch, is_constant, statements, touch
+from tp_dialect.analysis.calls.summary import CallSummary, call_touch, summarize
+from tp_dialect.analysis.schedule.phases import ORDERS, arrange, phase_of, span, statement_time
+from tp_dialect.analysis.schedule.touch import SectionTouch, is_constant, statements, touch
 from tp_dialect.analysis.values import callee
 from tp_dialect.attrs import i64_attr
 from tp_dialect.certificate import kept
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.grid import stated_chips
+from tp_dialect.machine import Machine, MachineError, machine_from
 from tp_dialect.ops import BarrierOp, SectionOp, TransferOp
 from tp_dialect.passes.preconditions import lowered_of, placed
 from tp_dialect.reject import TpReject

@@ -15,7 +15,7 @@ would see as an internal error, neither located nor named):
 - `not_programs`: a function not yet split into per-chip programs, for the passes before
   tp-link-points;
 - `lowered_of`: the functions a pass lowers in an outlined program — the entry and every
-  function its lowered calls reach (`tp_dialect.analysis.calls`: a call to a function
+  function its lowered calls reach (`tp_dialect.analysis.calls.outlined`: a call to a function
   holding chip work is a bare statement, its callee placed once), callees first — each held
   to `entry_of`'s rules, recursion and a lowered call nested in other work refused at the
   call; `placed`: every statement of such a function a section, a transfer or a lowered
@@ -36,8 +36,8 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation
 
-from tp_dialect.analysis.calls import ChipWork, lowered_functions
-from tp_dialect.analysis.touch import statements
+from tp_dialect.analysis.calls.outlined import ChipWork, lowered_functions
+from tp_dialect.analysis.schedule.touch import statements
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.grid import CHIPS_ATTR, MAX_LOWERED_CHIPS, stated_chips
 from tp_dialect.ops import SectionOp, TransferOp

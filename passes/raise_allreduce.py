@@ -8,8 +8,8 @@ tp-verify says why). A ring fold — every chip once, in a cyclic rotation of ch
 valid all-reduce but is left as it is too: a ``tp.allreduce`` adds in chip order, so raising
 it would change how the sum rounds.
 
-An outlined program (``@decode`` calling ``@layer``, `tp_dialect.analysis.calls`): folds are
-raised in every function, so a callee's folds once for every call; calls are left as they
+An outlined program (``@decode`` calling ``@layer``, `tp_dialect.analysis.calls.outlined`): folds
+are raised in every function, so a callee's folds once for every call; calls are left as they
 are.
 """
 
@@ -28,7 +28,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
 )
 
-from tp_dialect.analysis.folds import find_folds
+from tp_dialect.analysis.certify.folds import find_folds
 from tp_dialect.certificate import kept
 from tp_dialect.grid import stated_chips
 from tp_dialect.ops import AllReduceOp

@@ -18,7 +18,7 @@ certificate vouched for: a program certified before the pass is checked again af
 stamped anew (tp-verify's check, so the output is certified only if it holds); any other
 certificate is dropped.
 
-An outlined program (``@decode`` calling ``@layer``, `tp_dialect.analysis.calls`): the
+An outlined program (``@decode`` calling ``@layer``, `tp_dialect.analysis.calls.outlined`): the
 callee's statements become sections once, placed by its arguments' types (a spine argument
 holds no chip's data), and a call to a function holding chip work stays a bare statement of
 its caller — its callee holds the sections — while the caller's other statements (RoPE
@@ -45,9 +45,9 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint
 
-from tp_dialect.analysis.calls import ChipWork, check_arguments, placed_functions
-from tp_dialect.analysis.provenance import Provenance
-from tp_dialect.analysis.touch import is_statement
+from tp_dialect.analysis.calls.outlined import ChipWork, check_arguments, placed_functions
+from tp_dialect.analysis.certify.provenance import Provenance
+from tp_dialect.analysis.schedule.touch import is_statement
 from tp_dialect.certificate import drop, status
 from tp_dialect.collectives import DEFAULT
 from tp_dialect.grid import stated_chips

@@ -7,8 +7,8 @@ naming the op, the value and why the cut cannot pass (``cannot-split``, ``plan-m
 it never writes a program it cannot justify. What it writes is certified where the shard
 obligation holds on it (tp-verify's check, run on the output).
 
-Cuts start at the weights the plan names (`tp_dialect.analysis.plan`) and move forward through
-the ops, one rule each (`tp_dialect.analysis.layouts` holds the arithmetic):
+Cuts start at the weights the plan names (`tp_dialect.analysis.split.plan`) and move forward through
+the ops, one rule each (`tp_dialect.analysis.split.layouts` holds the arithmetic):
 
 - a ``linalg.generic`` whose split operands all read the cut through one loop: along a
   parallel loop the results are cut the same way; along a reduction loop (a contraction from
@@ -41,7 +41,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.passes import ModulePass
 
-from tp_dialect.analysis.plan import PlanError, TpPlan, hf_plan_for, load_plan, shipped_plans
+from tp_dialect.analysis.split.plan import PlanError, TpPlan, hf_plan_for, load_plan, shipped_plans
 from tp_dialect.attrs import chip_of
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.grid import CHIPS_ATTR, MAX_LOWERED_CHIPS

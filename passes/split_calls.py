@@ -42,8 +42,8 @@ from __future__ import annotations
 from xdsl.dialects import func
 from xdsl.ir import BlockArgument, SSAValue
 
-from tp_dialect.analysis.layouts import Split
-from tp_dialect.analysis.plan import TpPlan
+from tp_dialect.analysis.split.layouts import Split
+from tp_dialect.analysis.split.plan import TpPlan
 from tp_dialect.analysis.values import callee
 from tp_dialect.names import value_name
 from tp_dialect.passes.split_walk import Splitter

@@ -43,7 +43,7 @@ from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tp_dialect.analysis.layouts import Split
+from tp_dialect.analysis.split.layouts import Split
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.linalg_kinds import Argmax
 from tp_dialect.names import value_hint, value_name

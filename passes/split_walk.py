@@ -18,8 +18,8 @@ from xdsl.ir import Attribute, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tp_dialect.analysis.layouts import Split, collapse, expand, window
-from tp_dialect.analysis.plan import TpPlan
+from tp_dialect.analysis.split.layouts import Split, collapse, expand, window
+from tp_dialect.analysis.split.plan import TpPlan
 from tp_dialect.attrs import SliceAttr, on_chip
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.linalg_kinds import argmax, contraction, is_zeros

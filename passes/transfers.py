@@ -31,7 +31,7 @@ elements stays one collective (tp-link-points refuses it); a twoshot one is refu
 
 An outlined program (``@decode`` calling ``@layer``): the callee's transfers are placed once,
 in the callee, which takes its arguments for host values (every chip reading one holds it);
-a lowered call (`tp_dialect.analysis.calls`) stays a bare statement of its caller, and
+a lowered call (`tp_dialect.analysis.calls.outlined`) stays a bare statement of its caller, and
 before it the caller transfers each operand to the chips the callee reads it on. Callees
 are done first: where a callee leaves its results (its `CallSummary`) is where the caller
 finds them.
@@ -52,10 +52,10 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 from xdsl.rewriter import InsertPoint
 
-from tp_dialect.analysis.call_summary import CallSummary, summarize
-from tp_dialect.analysis.cost import split_axis
-from tp_dialect.analysis.touch import collective
-from tp_dialect.analysis.transfers import ChipTransfer, transfers
+from tp_dialect.analysis.calls.summary import CallSummary, summarize
+from tp_dialect.analysis.schedule.crossings import ChipTransfer, transfers
+from tp_dialect.analysis.schedule.touch import collective
+from tp_dialect.analysis.timing.cost import split_axis
 from tp_dialect.attrs import chip_of, on_chip
 from tp_dialect.certificate import kept
 from tp_dialect.collectives import DEFAULT

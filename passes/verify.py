@@ -4,12 +4,12 @@ Invariant: data derived from a chip's own tensors reaches the replicated spine o
 all-reduce over EVERY chip (``tp.allreduce``, or the seed's left fold of adds over one partial
 per chip in chip order) — for every value, scalars and values inside regions included, through
 calls and casts, on source, sectioned, phased and per-chip programs (the rules:
-`tp_dialect.analysis.obligation`). On success the module is stamped with a certificate bound to
-a digest of everything it checked; a violation is a diagnostic naming the op, the value and its
-chip, with its `TpReject` reason.
+`tp_dialect.analysis.certify.obligation`). On success the module is stamped with a certificate
+bound to a digest of everything it checked; a violation is a diagnostic naming the op, the value
+and its chip, with its `TpReject` reason.
 
-An outlined program (``@decode`` calling ``@layer``, `tp_dialect.analysis.calls`): the callee
-is checked in every call context (once per distinct placement of its arguments) and as
+An outlined program (``@decode`` calling ``@layer``, `tp_dialect.analysis.calls.outlined`): the
+callee is checked in every call context (once per distinct placement of its arguments) and as
 written, the callers around their calls, so the certificate covers callee and callers at
 every stage; a call to a function placing its own work (sections) inside a section or a
 chip program is refused (``section-chip``: sections never nest), and a lowered call hands a
@@ -24,7 +24,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from tp_dialect.analysis.obligation import check_obligation
+from tp_dialect.analysis.certify.obligation import check_obligation
 from tp_dialect.certificate import stamp
 from tp_dialect.diagnostics import TpDiagnostic
 

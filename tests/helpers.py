@@ -9,7 +9,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 
-from tp_dialect.frontend.models import ModelConfig, generate
+from tp_dialect.frontend.families import ModelConfig, generate
 from tp_dialect.frontend.qwen3 import Qwen3Config
 from tp_dialect.runtime.checkpoint import random_inputs, random_weights
 from tp_dialect.tools.source import parse_module

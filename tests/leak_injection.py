@@ -63,9 +63,9 @@ from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.rewriter import Rewriter
 from xdsl.traits import IsolatedFromAbove, IsTerminator, SymbolTable
 
-from tp_dialect.analysis.coverage import claim_of, contracted_slices
-from tp_dialect.analysis.folds import Fold, find_folds
-from tp_dialect.analysis.provenance import Provenance
+from tp_dialect.analysis.certify.coverage import claim_of, contracted_slices
+from tp_dialect.analysis.certify.folds import Fold, find_folds
+from tp_dialect.analysis.certify.provenance import Provenance
 from tp_dialect.attrs import SliceAttr, chip_of, on_chip
 from tp_dialect.grid import stated_chips
 from tp_dialect.linalg_kinds import argmax

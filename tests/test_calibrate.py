@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tp_dialect.analysis.machine import Machine, machine_from
 from tp_dialect.frontend.qwen3 import Qwen3Config, generate
+from tp_dialect.machine import Machine, machine_from
 from tp_dialect.runtime.calibrate import (
     CalibrationError,
     local_machine,

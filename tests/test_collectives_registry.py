@@ -20,10 +20,10 @@ from xdsl.dialects.builtin import TensorType, f32
 from xdsl.passes import PassPipeline
 from xdsl.utils.exceptions import ParseError
 
-from tp_dialect.analysis.cost import allreduce_time, lowered_link_time, maxloc_time
-from tp_dialect.analysis.machine import machine_from
+from tp_dialect.analysis.timing.cost import allreduce_time, lowered_link_time, maxloc_time
 from tp_dialect.attrs import on_chip
 from tp_dialect.collectives import ALLREDUCE, MAXLOC, by_preference, stands_for
+from tp_dialect.machine import machine_from
 from tp_dialect.ops import AllReduceOp, MaxLocOp
 from tp_dialect.passes import TP_PASSES
 
@@ -144,8 +144,8 @@ sys.modules["tp_dialect.collectives"] = module
 exec(compile(source.replace(anchor, added), sys.argv[1], "exec"), module.__dict__)
 
 from xdsl.dialects.builtin import TensorType, f32
-from tp_dialect.analysis.cost import allreduce_time
-from tp_dialect.analysis.machine import machine_from
+from tp_dialect.analysis.timing.cost import allreduce_time
+from tp_dialect.machine import machine_from
 from tp_dialect.passes.universe import lowered
 from tp_dialect.tools.source import parse_module
 from tp_dialect.universe import tp_context

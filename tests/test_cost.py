@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 from ir_helpers import parse
 
-from tp_dialect.analysis.cost import op_cost
-from tp_dialect.analysis.machine import MACHINES
+from tp_dialect.analysis.timing.cost import op_cost
+from tp_dialect.machine import MACHINES
 from tp_dialect.ops import SectionOp
 
 _PROGRAM = """

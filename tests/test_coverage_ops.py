@@ -19,7 +19,7 @@ from ir_helpers import parse
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.irdl import IRDLOperation
 
-from tp_dialect.analysis.obligation import check_obligation
+from tp_dialect.analysis.certify.obligation import check_obligation
 from tp_dialect.diagnostics import TpDiagnostic
 
 PARTS = {"overlap": [(0, 4), (0, 4)], "cover": [(0, 4), (4, 4)]}

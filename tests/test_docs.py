@@ -23,8 +23,8 @@ DESIGN = ROOT / "docs" / "design.md"
 CERTIFICATE = ROOT / "docs" / "certificate.md"
 # The user's manual and every document it links to: README.md and docs/*.md.
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-# Where a path written without its folder may live: the manual names `analysis/cost.py` for
-# `tp_dialect/analysis/cost.py`, and a bare `memory.py` beside the folder it sits in.
+# Where a path written without its folder may live: the manual names `analysis/timing/cost.py`
+# for `tp_dialect/analysis/timing/cost.py`, and a bare `memory.py` beside the folder it sits in.
 SOURCE_DIRS = ("tp_dialect", "passes", "tools", "tests", "lit_tests", "benchmarks", "fuzz", "docs")
 
 _FENCE = re.compile(r"^```.*?^```", re.S | re.M)
@@ -208,15 +208,16 @@ def test_the_check_catches_what_has_rotted() -> None:
         "# Top\n"
         "See `passes/relocated.py`, `tp_dialect/analysis/*.rs`, `tp_dialect.analysis.nowhere`\n"
         "`analysis/nowhere.py`, `nowhere.mlir`,\n"
-        "and `tp_dialect.analysis.manifest.no_such_function`, `ChipProvenance`, `leaks-out`;\n"
+        "and `tp_dialect.analysis.certify.manifest.no_such_function`,\n"
+        "`ChipProvenance`, `leaks-out`;\n"
         "run\n"
         "`tp-relocate-all` after\n"
         "`tp-verify`; the op `tp.scatter`; [rules](../README.md#no-such-heading),\n"
         "[gone](missing.md), [here](#nowhere).\n"
         "Fine: [up](#top), `passes/relocate.py`, `lit_tests/<pass>/`, `tp.chips`,\n"
-        "`tp_dialect.analysis.manifest.read_manifest`, [manual](../README.md), `tp-opt`,\n"
+        "`tp_dialect.analysis.certify.manifest.read_manifest`, [manual](../README.md), `tp-opt`,\n"
         "`Provenance`, `find_folds`, `TpSlice`, `ModulePass`, `fold`, `cannot-split`,\n"
-        "`sn40l-int8`, `xdsl-opt`, `analysis/cost.py`, `memory.py`, `build/demo/`.\n"
+        "`sn40l-int8`, `xdsl-opt`, `analysis/timing/cost.py`, `memory.py`, `build/demo/`.\n"
     )
     assert problems(stale, DESIGN.parent) == [
         "path `passes/relocated.py` does not exist",
@@ -224,7 +225,7 @@ def test_the_check_catches_what_has_rotted() -> None:
         "`tp_dialect.analysis.nowhere` is not a module or attribute of tp_dialect",
         "path `analysis/nowhere.py` does not exist",
         "path `nowhere.mlir` does not exist",
-        "`tp_dialect.analysis.manifest.no_such_function` is not a module or attribute of "
+        "`tp_dialect.analysis.certify.manifest.no_such_function` is not a module or attribute of "
         "tp_dialect",
         "`ChipProvenance` is defined nowhere in the sources",
         "`leaks-out` is no reject reason, pass, tool or name in the sources",

@@ -58,7 +58,7 @@ def test_every_public_exception_derives_from_tp_error() -> None:
         ("tp_dialect.signature.BindError", ValueError),
         ("tp_dialect.frontend.blocks.GenError", ValueError),
         ("tp_dialect.machine.MachineError", ValueError),
-        ("tp_dialect.analysis.plan.PlanError", ValueError),
+        ("tp_dialect.analysis.split.plan.PlanError", ValueError),
         ("tp_dialect.serving.model.ServingError", ValueError),
         ("tp_dialect.runtime.files.OutputError", OSError),
         ("tp_dialect.runtime.calibrate.CalibrationError", RuntimeError),

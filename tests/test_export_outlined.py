@@ -25,7 +25,7 @@ from test_storage_aliases import Outlined, outlined
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 
-from tp_dialect.frontend.models import unsharded_text
+from tp_dialect.frontend.families import unsharded_text
 from tp_dialect.passes.export import export_module, manifest_of
 from tp_dialect.passes.universe import lowered
 from tp_dialect.program_ops import CHIP_FUNCTION

@@ -17,7 +17,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 
 from tp_dialect.frontend import bounds, gpt2, qwen3
 from tp_dialect.frontend.blocks import GenError
-from tp_dialect.frontend.models import config_from_attr, generate
+from tp_dialect.frontend.families import config_from_attr, generate
 from tp_dialect.tools import tp_gen
 from tp_dialect.tools.source import parse_module
 from tp_dialect.universe import tp_context

@@ -23,7 +23,7 @@ from xdsl.dialects.builtin import DictionaryAttr, ModuleOp, StringAttr
 
 from tp_dialect.frontend import gpt2, qwen3
 from tp_dialect.frontend.blocks import GenError
-from tp_dialect.frontend.models import config_from_attr, family_of, unsharded_text
+from tp_dialect.frontend.families import config_from_attr, family_of, unsharded_text
 from tp_dialect.runtime.checkpoint import random_inputs, random_weights
 from tp_dialect.runtime.reference import run_program
 from tp_dialect.signature import entry_function, ports

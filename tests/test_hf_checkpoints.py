@@ -26,7 +26,7 @@ from hf_models import config_for, expected_tensors, write_model
 from hf_reference import load_tensors
 from safetensors.numpy import load_file, save_file
 
-from tp_dialect.analysis.manifest import read_manifest
+from tp_dialect.analysis.certify.manifest import read_manifest
 from tp_dialect.runtime.checkpoint import (
     ModelWeights,
     SafetensorsSource,

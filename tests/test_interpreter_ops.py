@@ -2,7 +2,7 @@
 """Every op the certificate admits runs on tp's interpreter and means what numpy says.
 
 The op classes are enumerated from the rule tp-verify applies
-(`tp_dialect.analysis.provenance.admitted_kinds`, over every dialect tp-opt parses): each
+(`tp_dialect.analysis.certify.provenance.admitted_kinds`, over every dialect tp-opt parses): each
 must occur in a case of `interp_cases` / `interp_cases_ops` or of the two-chip programs
 below, so an op newly admitted without a kernel and a case fails here. Each case is loaded
 as tp-run loads it (parsed, verified with tp's checks), certified by the obligation (or, if
@@ -28,8 +28,8 @@ from interp_cases_ops import op_cases
 from qwen3_numpy_reference import qwen3_decode, random_qwen3_inputs, random_qwen3_weights
 from xdsl.dialects.builtin import ModuleOp
 
-from tp_dialect.analysis.obligation import check_obligation
-from tp_dialect.analysis.provenance import admitted_kinds, kind_opacity
+from tp_dialect.analysis.certify.obligation import check_obligation
+from tp_dialect.analysis.certify.provenance import admitted_kinds, kind_opacity
 from tp_dialect.certificate import status
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.frontend.qwen3 import Qwen3Config, generate

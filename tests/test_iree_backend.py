@@ -17,7 +17,7 @@ import pytest
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 
-from tp_dialect.frontend.models import unsharded_text
+from tp_dialect.frontend.families import unsharded_text
 from tp_dialect.passes.export import export_module, manifest_of
 from tp_dialect.passes.universe import lowered
 from tp_dialect.runtime.checkpoint import MemorySource, place_weights, random_inputs, random_weights

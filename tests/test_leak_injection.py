@@ -29,7 +29,7 @@ from random_programs import programs
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.printer import Printer
 
-from tp_dialect.analysis.obligation import check_obligation
+from tp_dialect.analysis.certify.obligation import check_obligation
 from tp_dialect.certificate import stamp, status
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.frontend.qwen3 import Qwen3Config, generate

@@ -18,7 +18,7 @@ from ir_helpers import parse
 from xdsl.dialects.builtin import BFloat16Type, Float32Type, Float64Type, StringAttr, TensorType
 from xdsl.dialects.linalg import ops as linalg
 
-from tp_dialect.analysis.cost import op_cost
+from tp_dialect.analysis.timing.cost import op_cost
 from tp_dialect.frontend.qwen3 import Qwen3Config
 from tp_dialect.linalg_kinds import (
     Argmax,
@@ -215,8 +215,8 @@ def test_nbytes_and_elements() -> None:
 
 
 def test_cost_still_exports_nbytes() -> None:
-    """Invariant: ``from tp_dialect.analysis.cost import nbytes`` is the one definition."""
-    from tp_dialect.analysis import cost
+    """Invariant: ``from tp_dialect.analysis.timing.cost import nbytes`` is the one definition."""
+    from tp_dialect.analysis.timing import cost
 
     assert cost.nbytes is nbytes
 

@@ -11,14 +11,14 @@ from hypothesis import strategies as st
 from ir_helpers import SETTINGS, apply, parse
 from xdsl.dialects.builtin import TensorType, f32
 
-from tp_dialect.analysis.cost import (
+from tp_dialect.analysis.timing.cost import (
     allreduce_link_time,
     allreduce_time,
     least_allreduce_link_time,
     lowered_link_time,
 )
-from tp_dialect.analysis.links import exchange_time
-from tp_dialect.analysis.machine import MACHINES, Machine
+from tp_dialect.analysis.timing.wires import exchange_time
+from tp_dialect.machine import MACHINES, Machine
 from tp_dialect.runtime.model import model
 
 US = 1e-6

@@ -9,7 +9,7 @@ import pytest
 from helpers import program, tiny
 from safetensors.numpy import save_file
 
-from tp_dialect.analysis.manifest import read_manifest
+from tp_dialect.analysis.certify.manifest import read_manifest
 from tp_dialect.runtime.checkpoint import (
     MemorySource,
     SafetensorsSource,

@@ -19,7 +19,7 @@ from xdsl.ir import OpResult
 from xdsl.passes import PassPipeline
 from xdsl.printer import Printer
 
-from tp_dialect.analysis.manifest import read_manifest
+from tp_dialect.analysis.certify.manifest import read_manifest
 from tp_dialect.analysis.values import origin, sent_values
 from tp_dialect.frontend.qwen3 import Qwen3Config
 from tp_dialect.ops import AllReduceOp, SectionOp, ShardOp, UnshardOp

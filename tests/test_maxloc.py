@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from ir_helpers import SETTINGS, apply, check_ir, parse
 from safetensors.numpy import save_file
 
-from tp_dialect.analysis.obligation import check_obligation
+from tp_dialect.analysis.certify.obligation import check_obligation
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.ops import MaxLocOp
 from tp_dialect.runtime.checkpoint import random_inputs, random_weights

@@ -13,9 +13,9 @@ from random_programs import Program, programs
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.passes import PassPipeline
 
-from tp_dialect.analysis.cost import op_cost
-from tp_dialect.analysis.machine import MACHINES, MachineError, machine_from
+from tp_dialect.analysis.timing.cost import op_cost
 from tp_dialect.frontend.qwen3 import Qwen3Config
+from tp_dialect.machine import MACHINES, MachineError, machine_from
 from tp_dialect.ops import SectionOp, TransferOp
 from tp_dialect.passes import TP_PASSES
 from tp_dialect.runtime.model import ModelError, model

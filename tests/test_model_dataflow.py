@@ -20,8 +20,8 @@ from helpers import program, tiny
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
 
-from tp_dialect.analysis.links import route
-from tp_dialect.analysis.machine import MACHINES, Machine, machine_from
+from tp_dialect.analysis.timing.wires import route
+from tp_dialect.machine import MACHINES, Machine, machine_from
 from tp_dialect.passes import TP_PASSES
 from tp_dialect.runtime.model import ModelError, model
 from tp_dialect.tools.source import parse_module

@@ -13,8 +13,8 @@ import pytest
 from helpers import program, tiny
 from xdsl.passes import PassPipeline
 
-from tp_dialect.analysis.cost import first_touch_time, op_cost
-from tp_dialect.analysis.machine import MACHINES, MachineError, machine_from
+from tp_dialect.analysis.timing.cost import first_touch_time, op_cost
+from tp_dialect.machine import MACHINES, MachineError, machine_from
 from tp_dialect.passes import TP_PASSES
 from tp_dialect.runtime.model import model
 from tp_dialect.universe import tp_context

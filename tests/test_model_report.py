@@ -12,8 +12,8 @@ import pytest
 from helpers import program, tiny
 from xdsl.passes import PassPipeline
 
-from tp_dialect.analysis.machine import MACHINES
 from tp_dialect.frontend.qwen3 import Qwen3Config
+from tp_dialect.machine import MACHINES
 from tp_dialect.passes import TP_PASSES
 from tp_dialect.runtime.model import MODES, ModelReport, model
 from tp_dialect.runtime.model.report import decompose

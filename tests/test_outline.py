@@ -22,10 +22,10 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import CallOp, FuncOp
 from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
 
-from tp_dialect.analysis.manifest import read_manifest
+from tp_dialect.analysis.certify.manifest import read_manifest
 from tp_dialect.certificate import status
 from tp_dialect.frontend import gpt2, qwen3
-from tp_dialect.frontend.models import ModelConfig, generate
+from tp_dialect.frontend.families import ModelConfig, generate
 from tp_dialect.passes.universe import lowered
 from tp_dialect.runtime.reference import run_program
 from tp_dialect.signature import entry_function, ports

@@ -38,10 +38,10 @@ from helpers import CTX, program, tiny
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.dialects.func import CallOp, FuncOp
 
-from tp_dialect.analysis.call_runs import CallError, Runs
-from tp_dialect.analysis.machine import MACHINES
-from tp_dialect.analysis.stats import format_stats, pipeline_stats
+from tp_dialect.analysis.calls.flat_runs import CallError, Runs
+from tp_dialect.analysis.schedule.stats import format_stats, pipeline_stats
 from tp_dialect.frontend import qwen3
+from tp_dialect.machine import MACHINES
 from tp_dialect.ops import SectionOp
 from tp_dialect.passes.universe import lowered
 from tp_dialect.runtime.model import ModelError, ModelReport, model, stage_of

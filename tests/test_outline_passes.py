@@ -33,8 +33,8 @@ from leak_injection import MUTATORS
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import CallOp
 
-from tp_dialect.analysis.programs import relay_steps
-from tp_dialect.analysis.stats import pipeline_stats
+from tp_dialect.analysis.schedule.programs import relay_steps
+from tp_dialect.analysis.schedule.stats import pipeline_stats
 from tp_dialect.certificate import stamp, status
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.frontend import qwen3

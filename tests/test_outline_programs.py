@@ -35,12 +35,17 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import CallOp, FuncOp
 from xdsl.printer import Printer
 
-from tp_dialect.analysis.chip_calls import program_links, tag_of
-from tp_dialect.analysis.machine import MACHINES
-from tp_dialect.analysis.programs import check_programs, program_halts, programs, relay_steps
-from tp_dialect.analysis.stats import pipeline_stats
+from tp_dialect.analysis.calls.chip_runs import program_links, tag_of
+from tp_dialect.analysis.schedule.programs import (
+    check_programs,
+    program_halts,
+    programs,
+    relay_steps,
+)
+from tp_dialect.analysis.schedule.stats import pipeline_stats
 from tp_dialect.certificate import status
 from tp_dialect.diagnostics import TpDiagnostic
+from tp_dialect.machine import MACHINES
 from tp_dialect.passes.universe import lowered
 from tp_dialect.program_ops import CHIP_FUNCTION, LinkOp, RelayOp, RelayRepeatOp
 from tp_dialect.runtime.model import model

@@ -57,7 +57,7 @@ def test_regular_install_maps_passes_and_tools_under_tp_dialect(tmp_path: Path) 
             "import tp_dialect, tp_dialect.passes, tp_dialect.tools.tp_opt;"
             "import tp_dialect.tools.tp_gen, tp_dialect.tools.tp_run, tp_dialect.runtime.model;"
             "import tp_dialect.tools.tp_calibrate;"
-            "from tp_dialect.analysis.plan import load_plan;"
+            "from tp_dialect.analysis.split.plan import load_plan;"
             "assert load_plan('gpt2').entries and load_plan('qwen3').entries;"
             "print(tp_dialect.__file__)",
         ],

@@ -28,8 +28,7 @@ from ir_helpers import SETTINGS, apply
 from ir_helpers import touch_of as _t
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 
-from tp_dialect.analysis.machine import MACHINES
-from tp_dialect.analysis.phases import (
+from tp_dialect.analysis.schedule.phases import (
     _schedules,  # every schedule critical-path chooses from, not only the winner
     _source_order,  # the seed's placement (checked against the seed's own code below)
     bottom_levels,
@@ -37,8 +36,9 @@ from tp_dialect.analysis.phases import (
     phase_of,
     statement_times,
 )
-from tp_dialect.analysis.touch import SectionTouch, statements, touch
+from tp_dialect.analysis.schedule.touch import SectionTouch, statements, touch
 from tp_dialect.frontend.qwen3 import Qwen3Config
+from tp_dialect.machine import MACHINES
 from tp_dialect.runtime.model import model
 from tp_dialect.runtime.timeline import Slice
 from tp_dialect.signature import entry_function

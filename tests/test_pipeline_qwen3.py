@@ -8,7 +8,7 @@ import pytest
 from helpers import program, tiny
 from xdsl.passes import PassPipeline
 
-from tp_dialect.analysis.stats import pipeline_stats
+from tp_dialect.analysis.schedule.stats import pipeline_stats
 from tp_dialect.certificate import status
 from tp_dialect.ops import AllReduceOp, TransferOp
 from tp_dialect.passes import TP_PASSES

@@ -28,7 +28,7 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, TensorType,
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
-from tp_dialect.analysis.programs import check_programs
+from tp_dialect.analysis.schedule.programs import check_programs
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.program_ops import ChipProgramOp, CopyOp, LinkOp, RelayOp, RunToOp
 from tp_dialect.reject import TpReject
@@ -546,7 +546,7 @@ def test_the_interpreter_and_tp_verify_refuse_programs_that_do_not_fit(
     changes: dict[str, str],
 ) -> None:
     """What tp-relay refuses, running or certifying refuses too: no wrong result with exit 0."""
-    from tp_dialect.analysis.obligation import check_obligation
+    from tp_dialect.analysis.certify.obligation import check_obligation
     from tp_dialect.runtime.reference import run_program
 
     module, _ = pair(**changes)

@@ -41,7 +41,8 @@ from random_programs import Program, programs
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
-from tp_dialect.analysis.relay import (
+from tp_dialect.analysis.schedule.crossings import transfers
+from tp_dialect.analysis.schedule.rounds import (
     Copy,
     Deadlock,
     Halt,
@@ -50,8 +51,7 @@ from tp_dialect.analysis.relay import (
     relay_schedule,
     rounds,
 )
-from tp_dialect.analysis.touch import statements
-from tp_dialect.analysis.transfers import transfers
+from tp_dialect.analysis.schedule.touch import statements
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.ops import AllReduceOp, SectionOp, TransferOp
 from tp_dialect.program_ops import (

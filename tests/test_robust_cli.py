@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tp_dialect.analysis.plan import PlanError, parse_plan
+from tp_dialect.analysis.split.plan import PlanError, parse_plan
 from tp_dialect.tools import tp_gen, tp_opt, tp_run
 from tp_dialect.tools.pipeline import quote_pipeline_paths
 from tp_dialect.tools.source import QUOTE_WIDTH, located

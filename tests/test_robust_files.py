@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 from limits import BIN, run_limited
 
-from tp_dialect.analysis.machine import MachineError, machine_from
-from tp_dialect.analysis.plan import PlanError, load_plan
+from tp_dialect.analysis.split.plan import PlanError, load_plan
 from tp_dialect.jsonfile import MAX_JSON_BYTES
+from tp_dialect.machine import MachineError, machine_from
 from tp_dialect.tools import tp_gen, tp_run
 
 TOO_LARGE = f"larger than 1 MiB: tp reads machine and plan files of at most {MAX_JSON_BYTES} bytes"

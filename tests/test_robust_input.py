@@ -19,8 +19,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from limits import BIN, run_limited
 
-from tp_dialect.analysis.machine import MachineError, machine_from
-from tp_dialect.analysis.plan import PlanError, parse_plan
+from tp_dialect.analysis.split.plan import PlanError, parse_plan
+from tp_dialect.machine import MachineError, machine_from
 from tp_dialect.nesting import JSON, MAX_NESTING, MLIR, deepest, first_too_deep
 from tp_dialect.tools.source import MAX_SOURCE_BYTES
 from tp_dialect.tools.tp_opt import main

@@ -12,9 +12,9 @@ import time
 import pytest
 from xdsl.dialects.builtin import TensorType, f32
 
-from tp_dialect.analysis.cost import best_allreduce
-from tp_dialect.analysis.links import exchange_time, hold_time
-from tp_dialect.analysis.machine import machine_from
+from tp_dialect.analysis.timing.cost import best_allreduce
+from tp_dialect.analysis.timing.wires import exchange_time, hold_time
+from tp_dialect.machine import machine_from
 from tp_dialect.passes.preconditions import MAX_LOWERED_CHIPS
 
 

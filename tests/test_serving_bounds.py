@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from xdsl.dialects.builtin import ModuleOp
 
-from tp_dialect.analysis.machine import MACHINES
+from tp_dialect.machine import MACHINES
 from tp_dialect.runtime.model import ComputeBound, PhysicalBound, StepBound, model
 from tp_dialect.tools import tp_gen, tp_run
 from tp_dialect.tools.run_model import model_modes

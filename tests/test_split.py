@@ -19,8 +19,8 @@ from megatron import NAMES, golden_name, megatron
 from test_manifest_stages import STAGES, _without_names
 from xdsl.dialects import tensor
 
-from tp_dialect.analysis.manifest import read_manifest
-from tp_dialect.analysis.plan import PlanError, load_plan, parse_plan, shipped_plans
+from tp_dialect.analysis.certify.manifest import read_manifest
+from tp_dialect.analysis.split.plan import PlanError, load_plan, parse_plan, shipped_plans
 from tp_dialect.certificate import status
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.ops import AllReduceOp, ShardOp

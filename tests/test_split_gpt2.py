@@ -16,7 +16,7 @@ from safetensors.numpy import save_file
 from test_manifest_stages import STAGES
 from xdsl.dialects.builtin import ModuleOp
 
-from tp_dialect.analysis.manifest import read_manifest
+from tp_dialect.analysis.certify.manifest import read_manifest
 from tp_dialect.frontend import gpt2
 from tp_dialect.passes.universe import lowered
 from tp_dialect.runtime.checkpoint import MemorySource, place_weights, random_inputs

@@ -24,11 +24,11 @@ from hypothesis import strategies as st
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import CallOp
 
-from tp_dialect.analysis.manifest import read_manifest
+from tp_dialect.analysis.certify.manifest import read_manifest
 from tp_dialect.certificate import status
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.frontend import gpt2, qwen3
-from tp_dialect.frontend.models import ModelConfig
+from tp_dialect.frontend.families import ModelConfig
 from tp_dialect.ops import ShardOp, UnshardOp
 from tp_dialect.passes.universe import lowered
 from tp_dialect.runtime.reference import run_program

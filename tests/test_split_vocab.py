@@ -15,7 +15,7 @@ import pytest
 from test_manifest_stages import STAGES
 from vocab_programs import Model, whole_model
 
-from tp_dialect.analysis.plan import PlanError, hf_plan, parse_plan
+from tp_dialect.analysis.split.plan import PlanError, hf_plan, parse_plan
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.ops import AllReduceOp, MaxLocOp, UnshardOp
 from tp_dialect.passes.universe import lowered
@@ -200,7 +200,7 @@ CHIP1 = "ranges = [(4, 4)], full = [12, 8]> : tensor<12x8xf32> -> tensor<4x8xf32
 def test_a_lookup_summed_otherwise_is_not_certified(
     edits: list[tuple[str, str]], message: str
 ) -> None:
-    """Fault injection on the certificate's lookup rule (analysis/gather.py): the split
+    """Fault injection on the certificate's lookup rule (analysis/certify/gather.py): the split
     program certifies; each edit of chip 1's lookup is refused, naming why."""
     text = str(
         lowered(parse(Model(vocab=12, greedy=False, mlp=False)), "tp-split{chips=3 plan=hf}")

@@ -16,7 +16,7 @@ from xdsl.dialects.linalg import ops as linalg
 
 from tp_dialect import certificate
 from tp_dialect.analysis.values import count_run
-from tp_dialect.frontend.models import unsharded_text
+from tp_dialect.frontend.families import unsharded_text
 from tp_dialect.runtime.checkpoint import (
     MemorySource,
     TensorSource,

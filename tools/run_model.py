@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 
-from tp_dialect.analysis.machine import Machine, machine_from
+from tp_dialect.machine import Machine, machine_from
 from tp_dialect.ops import AllReduceOp
 from tp_dialect.passes.universe import lowered as lowered_copy
 from tp_dialect.program_ops import CHIP_FUNCTION

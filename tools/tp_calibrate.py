@@ -13,7 +13,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from tp_dialect.analysis.machine import MachineError, machine_from
+from tp_dialect.machine import MachineError, machine_from
 from tp_dialect.runtime.calibrate import CalibrationError, local_machine, measure_local
 from tp_dialect.tools.common import (
     ToolParser,

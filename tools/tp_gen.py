@@ -17,11 +17,11 @@ import json
 import sys
 from collections.abc import Sequence
 
-from tp_dialect.analysis.manifest import read_manifest
+from tp_dialect.analysis.certify.manifest import read_manifest
 from tp_dialect.frontend import gpt2, qwen3
 from tp_dialect.frontend.blocks import GenError
 from tp_dialect.frontend.bounds import positive
-from tp_dialect.frontend.models import ModelConfig, generate
+from tp_dialect.frontend.families import ModelConfig, generate
 from tp_dialect.frontend.registry import read_model
 from tp_dialect.frontend.split import split_text
 from tp_dialect.tools.common import ToolParser, UserError, check_writable, run_tool, write_output

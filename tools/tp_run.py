@@ -26,11 +26,11 @@ from collections.abc import Sequence
 
 from xdsl.dialects.builtin import ModuleOp
 
-from tp_dialect.analysis.machine import MachineError
-from tp_dialect.analysis.stats import format_stats, pipeline_stats
+from tp_dialect.analysis.schedule.stats import format_stats, pipeline_stats
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.frontend.qwen3 import GenError
 from tp_dialect.grid import CHIPS_ATTR
+from tp_dialect.machine import MachineError
 from tp_dialect.runtime import mpi_exec
 from tp_dialect.runtime.checkpoint import (
     CASTS,

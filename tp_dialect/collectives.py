@@ -14,7 +14,7 @@ a reduction kind), printed as it always was: ``tp.allreduce %a, %b algorithm "ri
 name the registry does not hold is refused where it is parsed, naming the ones it holds.
 
 The entries are data and pure formulas (no machine, no analysis: this is the IR level); the
-cost model (`tp_dialect.analysis.cost`) times their exchanges on a machine's links.
+cost model (`tp_dialect.analysis.timing.cost`) times their exchanges on a machine's links.
 """
 
 from __future__ import annotations

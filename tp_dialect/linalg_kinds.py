@@ -3,8 +3,8 @@ a contraction; how many bytes a tensor holds; and any linalg op as a loop nest (
 the named ops, ``linalg.reduce`` and ``linalg.broadcast`` too), whether it adds one term per
 point to its accumulator (`sums_each_point`), and whether a value is zeros by construction.
 
-The executor (`runtime.linalg_exec`), the cost model (`analysis.cost`), the chip shims
-(`shims`) and the pipeline figures (`analysis.stats`) all ask here, so they cannot disagree.
+The executor (`runtime.linalg_exec`), the cost model (`analysis.timing.cost`), the chip shims
+(`shims`) and the pipeline figures (`analysis.schedule.stats`) all ask here, so they cannot disagree.
 
 A **contraction** is a generic that sums products of its inputs over its reduction loops::
 

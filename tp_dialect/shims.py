@@ -386,7 +386,7 @@ class Folded(Protocol):
 
 class Placement(Protocol):
     """Where a tensor-parallel program's work lives, as `TensorParallelShim` asks it
-    (`tp_dialect.analysis.provenance.Provenance` answers it)."""
+    (`tp_dialect.analysis.certify.provenance.Provenance` answers it)."""
 
     @property
     def fold_of(self) -> Mapping[Operation, Folded]:

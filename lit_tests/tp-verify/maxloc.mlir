@@ -1,4 +1,4 @@
-// The maxloc certificate rule (tp_dialect/analysis/maxloc.py, docs/certificate.md): a
+// The maxloc certificate rule (tp_dialect/analysis/certify/maxloc.py, docs/certificate.md): a
 // tp.maxloc of per-chip argmaxes is the whole argmax when each pair is one argmax generic's
 // two results, over ONE run of the axis with its index offset by the run's start, the runs
 // disjoint and covering the axis. A vocab-parallel head (V = 7 on 2 chips: [0, 4), [4, 7)),

@@ -1,6 +1,6 @@
 // An all-reduce over contractions sums the unsharded contraction only when, on every chip,
 // the operands hold the same positions of the summed axis and the chips' positions are
-// disjoint and cover it (`tp_dialect/analysis/coverage.py` states the rule). Here: chip c
+// disjoint and cover it (`tp_dialect/analysis/certify/coverage.py` states the rule). Here: chip c
 // contracts its slice of the activation %x [1, 16] with its rows of %w [16, 4]. Each refused
 // case has a sound twin beside it, certified.
 // RUN: tp-opt %s --split-input-file --verify-diagnostics --tp-verify | filecheck %s

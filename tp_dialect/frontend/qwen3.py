@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, replace
 
 from xdsl.ir import Attribute
 
-from tp_dialect.analysis.plan import PlanError, TpPlan, parse_plan, shipped_plan_text
+from tp_dialect.analysis.split.plan import PlanError, TpPlan, parse_plan, shipped_plan_text
 from tp_dialect.frontend.blocks import (
     OUT_IN,
     DecodeFunction,

@@ -13,7 +13,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 
-from tp_dialect.analysis.plan import PlanError, TpPlan
+from tp_dialect.analysis.split.plan import PlanError, TpPlan
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.frontend.blocks import GenError
 from tp_dialect.universe import tp_context

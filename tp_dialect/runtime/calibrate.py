@@ -1,5 +1,5 @@
 """A ``local`` machine measured on the machine this runs on, as a machine file `machine_from`
-reads (`tp_dialect.analysis.machine`).
+reads (`tp_dialect.machine`).
 
 What is measured, and which `Machine` field it becomes:
 
@@ -54,8 +54,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tp_dialect.analysis.machine import MACHINES, Machine
 from tp_dialect.errors import TpError
+from tp_dialect.machine import MACHINES, Machine
 from tp_dialect.runtime.host_memory import meminfo
 from tp_dialect.runtime.launch import find_mpiexec, rank_env, run_bounded
 
@@ -134,8 +134,8 @@ def measure_interpreter(machine: Machine, repeat: int = 3) -> dict[str, float]:
     from xdsl.ir import BlockArgument
     from xdsl.parser import Parser
 
-    from tp_dialect.analysis.cost import op_cost
-    from tp_dialect.analysis.programs import index_programs
+    from tp_dialect.analysis.schedule.programs import index_programs
+    from tp_dialect.analysis.timing.cost import op_cost
     from tp_dialect.frontend.qwen3 import Qwen3Config, generate
     from tp_dialect.passes.universe import lowered
     from tp_dialect.runtime.checkpoint import (

@@ -32,7 +32,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
-from tp_dialect.analysis.manifest import ChipLoad, read_manifest
+from tp_dialect.analysis.certify.manifest import ChipLoad, read_manifest
 from tp_dialect.ops import ShardOp
 from tp_dialect.program_ops import ChipProgramOp, uses_through_programs
 from tp_dialect.runtime.binding import (

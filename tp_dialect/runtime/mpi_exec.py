@@ -41,9 +41,14 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.linalg.ops import GenericOp
 from xdsl.ir import Attribute, BlockArgument
 
-from tp_dialect.analysis.chip_calls import expanded_name, flat_copy, has_chip_calls, program_links
-from tp_dialect.analysis.programs import check_programs, relay_steps
-from tp_dialect.analysis.relay import Copy
+from tp_dialect.analysis.calls.chip_runs import (
+    expanded_name,
+    flat_copy,
+    has_chip_calls,
+    program_links,
+)
+from tp_dialect.analysis.schedule.programs import check_programs, relay_steps
+from tp_dialect.analysis.schedule.rounds import Copy
 from tp_dialect.analysis.values import count_run
 from tp_dialect.dtypes import numpy_dtype
 from tp_dialect.errors import TpError

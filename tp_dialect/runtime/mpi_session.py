@@ -24,8 +24,8 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import BlockArgument
 from xdsl.printer import Printer
 
-from tp_dialect.analysis.chip_calls import flat_copy, has_chip_calls
-from tp_dialect.analysis.programs import check_programs
+from tp_dialect.analysis.calls.chip_runs import flat_copy, has_chip_calls
+from tp_dialect.analysis.schedule.programs import check_programs
 from tp_dialect.runtime.checkpoint import TensorSource
 from tp_dialect.runtime.mpi_exec import MpiError, Wire, abort, check_world, load_mpi, run_chip
 from tp_dialect.runtime.numpy_impls import NumpyFunctions

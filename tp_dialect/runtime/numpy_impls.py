@@ -94,7 +94,7 @@ def _run_structured(
 
 @register_impls
 class NumpyFunctions(ControlFunctions, TensorFunctions, ViewFunctions):
-    """Every op the certificate admits (`tp_dialect.analysis.provenance.admitted_kinds`) on
+    """Every op the certificate admits (`tp_dialect.analysis.certify.provenance.admitted_kinds`) on
     numpy values — arith, math, tensor, linalg, scf, affine, bufferization, memref views,
     vector and tp's own ops — with value semantics or (``storage=True``) storage semantics
     for in-place updates (see the module docstring)."""

@@ -26,14 +26,14 @@ from xdsl.interpreters.func import FuncFunctions
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
-from tp_dialect.analysis.chip_calls import (
+from tp_dialect.analysis.calls.chip_runs import (
     chip_function,
     expanded_name,
     program_links,
     tag_of,
 )
-from tp_dialect.analysis.programs import check_programs, relay_steps
-from tp_dialect.analysis.relay import Copy
+from tp_dialect.analysis.schedule.programs import check_programs, relay_steps
+from tp_dialect.analysis.schedule.rounds import Copy
 from tp_dialect.ops import SectionOp, ShardOp
 from tp_dialect.program_ops import ChipProgramOp, FinishOp, LinkOp, RelayOp
 from tp_dialect.runtime.numpy_impls import LocatingInterpreter, NumpyFunctions, own_storage
@@ -72,7 +72,7 @@ class ChipRunner:
     """One chip's program, resumable at its halts (with ``storage``, in a memory of its own:
     its host inputs and what it sends are copies). A call to a per-chip function runs its
     body in a scope of its own, its links halting the chip like the program's, their buffer
-    names expanded by the call's tag (`tp_dialect.analysis.chip_calls`)."""
+    names expanded by the call's tag (`tp_dialect.analysis.calls.chip_runs`)."""
 
     def __init__(
         self,

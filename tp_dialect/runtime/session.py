@@ -29,7 +29,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.interpreters.func import FuncFunctions
 
-from tp_dialect.analysis.manifest import read_manifest
+from tp_dialect.analysis.certify.manifest import read_manifest
 from tp_dialect.ops import ShardOp, UnshardOp
 from tp_dialect.program_ops import ChipProgramOp, uses_through_programs
 from tp_dialect.runtime.checkpoint import TensorSource, place_weights, reads_for

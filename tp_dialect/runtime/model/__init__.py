@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import ModuleOp
 
-from tp_dialect.analysis.call_runs import CallError, Runs
-from tp_dialect.analysis.machine import Machine
+from tp_dialect.analysis.calls.flat_runs import CallError, Runs
+from tp_dialect.machine import Machine
 from tp_dialect.runtime.model.bounds import (
     ComputeBound,
     PhysicalBound,
@@ -48,8 +48,8 @@ from tp_dialect.runtime.model.core import (
 )
 from tp_dialect.runtime.model.dataflow import simulate_dataflow
 from tp_dialect.runtime.model.memory import Memories
-from tp_dialect.runtime.model.phase import simulate_sectioned
-from tp_dialect.runtime.model.relay import simulate_relay
+from tp_dialect.runtime.model.phase_mode import simulate_sectioned
+from tp_dialect.runtime.model.relay_mode import simulate_relay
 from tp_dialect.runtime.model.report import LayerFigures, ModelReport, decompose
 from tp_dialect.runtime.timeline import Timeline
 from tp_dialect.signature import entry_function

@@ -44,9 +44,13 @@ from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
-from tp_dialect.analysis.call_runs import Frame, HeldKey, Ref, Runs
-from tp_dialect.analysis.chip_calls import chip_function, tag_of
-from tp_dialect.analysis.cost import (
+from tp_dialect.analysis.calls.chip_runs import chip_function, tag_of
+from tp_dialect.analysis.calls.flat_runs import Frame, HeldKey, Ref, Runs
+from tp_dialect.analysis.certify.folds import find_folds
+from tp_dialect.analysis.certify.manifest import Collective, one_per_sum, read_manifest
+from tp_dialect.analysis.schedule.programs import programs
+from tp_dialect.analysis.schedule.touch import storage
+from tp_dialect.analysis.timing.cost import (
     VIEWS,
     allreduce_link_time,
     gathered_bytes,
@@ -54,11 +58,6 @@ from tp_dialect.analysis.cost import (
     matmul_flops,
     nbytes,
 )
-from tp_dialect.analysis.folds import find_folds
-from tp_dialect.analysis.machine import Machine
-from tp_dialect.analysis.manifest import Collective, one_per_sum, read_manifest
-from tp_dialect.analysis.programs import programs
-from tp_dialect.analysis.touch import storage
 from tp_dialect.analysis.values import (
     callee,
     origin,
@@ -69,6 +68,7 @@ from tp_dialect.analysis.values import (
 )
 from tp_dialect.attrs import chip_of
 from tp_dialect.grid import stated_chips
+from tp_dialect.machine import Machine
 from tp_dialect.ops import AllReduceOp, SectionOp, ShardOp, UnshardOp
 from tp_dialect.program_ops import chip_group
 from tp_dialect.runtime.model.core import chips_of, placed_in

@@ -1,7 +1,7 @@
 """The model's shared core: stages, labels, what a statement costs and where a program runs.
 
 Invariant: every simulation reads a program through these functions alone — a section's time
-is `section_time` (the roofline of its ops from `tp_dialect.analysis.cost`, plus a ``ring``
+is `section_time` (the roofline of its ops from `tp_dialect.analysis.timing.cost`, plus a ``ring``
 all-reduce's alpha-beta link time), a crossing's is the machine's ``transfer_time``, work is
 attributed to a layer by `layer_of` its label — so two modes given the same program differ only
 in how they order and overlap the same pieces of work. Nothing here runs a pass: a program is
@@ -17,13 +17,13 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
-from tp_dialect.analysis.call_runs import CallError, Runs
-from tp_dialect.analysis.cost import Cost, allreduce_link_time, nbytes, op_cost
-from tp_dialect.analysis.machine import Machine
-from tp_dialect.analysis.touch import collective, is_constant, statements
+from tp_dialect.analysis.calls.flat_runs import CallError, Runs
+from tp_dialect.analysis.schedule.touch import collective, is_constant, statements
+from tp_dialect.analysis.timing.cost import Cost, allreduce_link_time, nbytes, op_cost
 from tp_dialect.analysis.values import origin
 from tp_dialect.errors import TpError
 from tp_dialect.grid import stated_chips
+from tp_dialect.machine import Machine
 from tp_dialect.names import value_name
 from tp_dialect.ops import AllReduceOp, Collective, SectionOp, TransferOp, UnshardOp
 from tp_dialect.program_ops import ChipProgramOp

@@ -4,7 +4,7 @@ Invariant: the resources are each chip's compute and each directed link ``(a, b)
 runs its sections in program order, each as soon as the chip is free and every tensor the
 section reads has arrived (`section_time` each). A ``tp.link`` send of a name on chip a and a
 receive of the same name on chip b is one transfer, requested when chip a has stored the
-tensor and carried by the links' rules (`tp_dialect.analysis.links`, the rules an
+tensor and carried by the links' rules (`tp_dialect.analysis.timing.wires`, the rules an
 all-reduce's cost is taken by): over its route (on ``all-to-all`` every ordered pair has its
 own link, and a chip may send on several at once; on ``ring`` the shorter way round), each
 link held ``latency + bytes / bandwidth``, first come first served (ties in the order the
@@ -26,13 +26,13 @@ from dataclasses import dataclass, field, replace
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
-from tp_dialect.analysis.call_runs import Frame, Ref, Runs
-from tp_dialect.analysis.chip_calls import ProgramLink, program_links, program_ops
-from tp_dialect.analysis.cost import nbytes
-from tp_dialect.analysis.links import Link, Links, route
-from tp_dialect.analysis.machine import Machine
-from tp_dialect.analysis.programs import index_programs
-from tp_dialect.analysis.touch import captured
+from tp_dialect.analysis.calls.chip_runs import ProgramLink, program_links, program_ops
+from tp_dialect.analysis.calls.flat_runs import Frame, Ref, Runs
+from tp_dialect.analysis.schedule.programs import index_programs
+from tp_dialect.analysis.schedule.touch import captured
+from tp_dialect.analysis.timing.cost import nbytes
+from tp_dialect.analysis.timing.wires import Link, Links, route
+from tp_dialect.machine import Machine
 from tp_dialect.names import without_layer
 from tp_dialect.ops import SectionOp
 from tp_dialect.program_ops import LinkOp

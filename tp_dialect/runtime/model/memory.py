@@ -28,12 +28,12 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.dialects.func import CallOp, FuncOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
-from tp_dialect.analysis.call_runs import Frame, HeldKey, Ref, Runs
-from tp_dialect.analysis.chip_calls import chip_function
-from tp_dialect.analysis.cost import nbytes
-from tp_dialect.analysis.machine import Machine
-from tp_dialect.analysis.touch import captured, reads_where, write_chips
+from tp_dialect.analysis.calls.chip_runs import chip_function
+from tp_dialect.analysis.calls.flat_runs import Frame, HeldKey, Ref, Runs
+from tp_dialect.analysis.schedule.touch import captured, reads_where, write_chips
+from tp_dialect.analysis.timing.cost import nbytes
 from tp_dialect.analysis.values import origin
+from tp_dialect.machine import Machine
 from tp_dialect.ops import SectionOp, ShardOp, TransferOp
 from tp_dialect.program_ops import ChipProgramOp, FinishOp, LinkOp
 from tp_dialect.runtime.model.core import (

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tp_dialect.analysis.machine import Machine
+from tp_dialect.machine import Machine
 from tp_dialect.names import layer_of
 from tp_dialect.runtime.model.bounds import ComputeBound, PhysicalBound, StepBound
 from tp_dialect.runtime.model.core import layer_rank

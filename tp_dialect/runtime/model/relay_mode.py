@@ -15,12 +15,12 @@ from dataclasses import replace
 
 from xdsl.dialects.builtin import ModuleOp
 
-from tp_dialect.analysis.call_runs import Frame, Runs
-from tp_dialect.analysis.chip_calls import ProgramLink, program_links, program_ops
-from tp_dialect.analysis.cost import nbytes
-from tp_dialect.analysis.machine import Machine
-from tp_dialect.analysis.programs import check_programs, relay_steps
-from tp_dialect.analysis.relay import Copy
+from tp_dialect.analysis.calls.chip_runs import ProgramLink, program_links, program_ops
+from tp_dialect.analysis.calls.flat_runs import Frame, Runs
+from tp_dialect.analysis.schedule.programs import check_programs, relay_steps
+from tp_dialect.analysis.schedule.rounds import Copy
+from tp_dialect.analysis.timing.cost import nbytes
+from tp_dialect.machine import Machine
 from tp_dialect.ops import SectionOp
 from tp_dialect.program_ops import ChipProgramOp, LinkOp
 from tp_dialect.runtime.model.core import (

@@ -27,13 +27,13 @@ from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
-from tp_dialect.analysis.links import exchange_time
-from tp_dialect.analysis.machine import Machine
+from tp_dialect.analysis.timing.wires import exchange_time
 from tp_dialect.analysis.values import callee, walk_calls
 from tp_dialect.attrs import SliceAttr
 from tp_dialect.collectives import ALLREDUCE, MAXLOC
 from tp_dialect.dtypes import numpy_dtype
 from tp_dialect.linalg_kinds import contraction, domain_size, elements, is_contraction, nbytes
+from tp_dialect.machine import Machine
 from tp_dialect.ops import AllReduceOp, MaxLocOp, SectionOp, ShardOp, UnshardOp, YieldOp
 
 

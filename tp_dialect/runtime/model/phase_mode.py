@@ -40,11 +40,11 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
-from tp_dialect.analysis.call_runs import CallError, Frame, Runs
-from tp_dialect.analysis.cost import nbytes, op_cost
-from tp_dialect.analysis.machine import Machine
-from tp_dialect.analysis.phases import phase_of
-from tp_dialect.analysis.touch import SectionTouch, touch
+from tp_dialect.analysis.calls.flat_runs import CallError, Frame, Runs
+from tp_dialect.analysis.schedule.phases import phase_of
+from tp_dialect.analysis.schedule.touch import SectionTouch, touch
+from tp_dialect.analysis.timing.cost import nbytes, op_cost
+from tp_dialect.machine import Machine
 from tp_dialect.ops import SectionOp, TransferOp
 from tp_dialect.runtime.model.core import ModelError, chips_of, section_time
 from tp_dialect.runtime.model.memory import MemEvent, sectioned_streams

@@ -4,8 +4,8 @@ For each statement in program order, every value it reads on a chip that does no
 it crosses there from the chip that wrote it, once, before that first read: once per
 (tensor, reader chip). Host values (weights, inputs, constants) cross nothing.
 
-A lowered call (`tp_dialect.analysis.calls`) is a statement of its caller too: it reads each
-operand on the chips its callee reads that argument on (so what the callee takes for a host
+A lowered call (`tp_dialect.analysis.calls.outlined`) is a statement of its caller too: it reads
+each operand on the chips its callee reads that argument on (so what the callee takes for a host
 value every reading chip holds is there before the call), and its results are held where the
 callee leaves them (`CallSummary`); the callee's own transfers are the callee's.
 """
@@ -19,8 +19,8 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.dialects.func import CallOp, FuncOp
 from xdsl.ir import Operation, SSAValue
 
-from tp_dialect.analysis.call_summary import EVERY, CallSummary, known_callee
-from tp_dialect.analysis.touch import is_host_value, reads_where, statements, write_chips
+from tp_dialect.analysis.calls.summary import EVERY, CallSummary, known_callee
+from tp_dialect.analysis.schedule.touch import is_host_value, reads_where, statements, write_chips
 from tp_dialect.names import value_name
 from tp_dialect.ops import SectionOp, TransferOp
 from tp_dialect.reject import TpReject

@@ -1,6 +1,6 @@
 """The shard obligation, checked on any IR at any stage, from chip provenance.
 
-A module meets it when, with every value's `Placement` (analysis/provenance.py):
+A module meets it when, with every value's `Placement` (analysis/certify/provenance.py):
 
 - nothing is opaque: every op is one the analysis sees through, every call is followed;
 - every spine-typed tensor holds no chip's data (an all-reduce over every chip, or the seed's
@@ -19,14 +19,14 @@ A module meets it when, with every value's `Placement` (analysis/provenance.py):
 - a call to a function that places work itself (a section, transfer or barrier, at any call
   depth: an outlined ``@layer``) is a statement of a function, never inside a section or
   a chip program (sections never nest); as a statement it hands the callee a scalar only
-  where the callee reads it (`tp_dialect.analysis.calls.CallSummary`), and a scalar it
+  where the callee reads it (`tp_dialect.analysis.calls.outlined.CallSummary`), and a scalar it
   returns is held where the callee left it;
-- per-chip programs fit together (`analysis/programs.py`: one program a chip, each buffer sent
-  once and received as the type it was sent as, never by its own sender);
+- per-chip programs fit together (`analysis/schedule/programs.py`: one program a chip, each buffer
+  sent once and received as the type it was sent as, never by its own sender);
 - an all-reduce whose partials are contractions over ``tp.shard`` slices of one weight sums
-  slices that are disjoint and cover the contracted axis (`analysis/coverage.py`);
+  slices that are disjoint and cover the contracted axis (`analysis/certify/coverage.py`);
 - a ``tp.maxloc`` takes one argmax per chip, each over its own run of one axis, offset by
-  the run's start, the runs disjoint and covering the axis (`analysis/maxloc.py`).
+  the run's start, the runs disjoint and covering the axis (`analysis/certify/maxloc.py`).
 
 `check_obligation` raises the first violation, in program order (the contents of a region
 before the op holding it), as a `TpReject` diagnostic naming the op, the value and the chip —
@@ -46,14 +46,14 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from tp_dialect.analysis.call_summary import Summaries
-from tp_dialect.analysis.calls import ChipWork
-from tp_dialect.analysis.chip_calls import flat_copy, has_chip_calls
-from tp_dialect.analysis.coverage import ModuleIndex, check_coverage
-from tp_dialect.analysis.maxloc import check_maxloc
-from tp_dialect.analysis.programs import check_programs
-from tp_dialect.analysis.provenance import Provenance, Solver, join
-from tp_dialect.analysis.touch import captured
+from tp_dialect.analysis.calls.chip_runs import flat_copy, has_chip_calls
+from tp_dialect.analysis.calls.outlined import ChipWork
+from tp_dialect.analysis.calls.summary import Summaries
+from tp_dialect.analysis.certify.coverage import ModuleIndex, check_coverage
+from tp_dialect.analysis.certify.maxloc import check_maxloc
+from tp_dialect.analysis.certify.provenance import Provenance, Solver, join
+from tp_dialect.analysis.schedule.programs import check_programs
+from tp_dialect.analysis.schedule.touch import captured
 from tp_dialect.analysis.values import callee, defined_within
 from tp_dialect.attrs import chip_of
 from tp_dialect.diagnostics import TpDiagnostic

@@ -9,8 +9,8 @@ first section that loads it — except before the first section: that receive is
 place before the chip starts (halt 0). Halts at one boundary are one LinkPoint; they come in
 program order.
 
-In an outlined program a lowered call (`tp_dialect.analysis.calls`) is a step of every chip's
-program (each calls its own part of the callee, a per-chip function): it reads each operand
+In an outlined program a lowered call (`tp_dialect.analysis.calls.outlined`) is a step of every
+chip's program (each calls its own part of the callee, a per-chip function): it reads each operand
 on the chips its callee reads the argument on and leaves its results where its summary says
 (`CallSummary`), so what crosses for it crosses in the caller, before the call. A callee's
 own plan (``start=False``) has no start halt: what its first section receives is its link 1.
@@ -25,10 +25,10 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.dialects.func import CallOp, FuncOp
 from xdsl.ir import Operation, SSAValue
 
-from tp_dialect.analysis.call_summary import CallSummary, known_callee
-from tp_dialect.analysis.cost import split_axis
-from tp_dialect.analysis.touch import collective, reads_where, statements
-from tp_dialect.analysis.transfers import call_reads, transfers
+from tp_dialect.analysis.calls.summary import CallSummary, known_callee
+from tp_dialect.analysis.schedule.crossings import call_reads, transfers
+from tp_dialect.analysis.schedule.touch import collective, reads_where, statements
+from tp_dialect.analysis.timing.cost import split_axis
 from tp_dialect.collectives import ALLREDUCE, spelled_choices
 from tp_dialect.names import value_name
 from tp_dialect.ops import (

@@ -1,6 +1,6 @@
 """CallSummary: what a lowered call does, as one statement of its caller.
 
-A call to a function holding chip work (`tp_dialect.analysis.calls`) is a bare statement of
+A call to a function holding chip work (`tp_dialect.analysis.calls.outlined`) is a bare statement of
 its caller, and its callee's statements are placed once for every call. To the callee, its
 arguments are host values: every chip reading one holds it. The caller makes that true, and
 finds the call's results where the callee leaves them, from the callee's summary — computed
@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.ir import BlockArgument, SSAValue
 
-from tp_dialect.analysis.calls import ChipWork
-from tp_dialect.analysis.touch import (
+from tp_dialect.analysis.calls.outlined import ChipWork
+from tp_dialect.analysis.schedule.touch import (
     SectionTouch,
     reads_where,
     statements,

@@ -22,7 +22,7 @@ functions tp-relocate sections; `check_arguments` that a lowered call hands its 
 what the callee's argument types place (its statements are placed once, by those types, for
 every call).
 What a lowered call reads and where its results are held, as a statement of its caller, is
-`tp_dialect.analysis.call_summary`.
+`tp_dialect.analysis.calls.summary`.
 
 What each pass does with calls, and why: docs/outlining.md.
 """
@@ -35,8 +35,8 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import CallOp, FuncOp
 from xdsl.ir import Operation, SSAValue
 
-from tp_dialect.analysis.provenance import Provenance, declared
-from tp_dialect.analysis.touch import storage, written_in_place
+from tp_dialect.analysis.certify.provenance import Provenance, declared
+from tp_dialect.analysis.schedule.touch import storage, written_in_place
 from tp_dialect.analysis.values import callee
 from tp_dialect.attrs import chip_of
 from tp_dialect.names import value_name

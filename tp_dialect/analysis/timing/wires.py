@@ -14,7 +14,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Sequence
 
-from tp_dialect.analysis.machine import Machine
+from tp_dialect.machine import Machine
 
 Link = tuple[int, int]
 

@@ -52,7 +52,7 @@ from xdsl.traits import (
     get_effects,
 )
 
-from tp_dialect.analysis.folds import Fold, find_folds, visible
+from tp_dialect.analysis.certify.folds import Fold, find_folds, visible
 from tp_dialect.attrs import chip_of
 from tp_dialect.grid import chips_in, stated_chips
 from tp_dialect.names import value_name

@@ -28,7 +28,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
-from tp_dialect.analysis.folds import find_folds
+from tp_dialect.analysis.certify.folds import find_folds
 from tp_dialect.analysis.values import origin, origin_through, sent_values, visible, walk_calls
 from tp_dialect.attrs import SliceAttr, chip_of
 from tp_dialect.grid import stated_chips

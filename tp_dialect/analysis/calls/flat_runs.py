@@ -2,7 +2,7 @@
 
 An outlined program (``tp-gen --outline``: ``@decode`` calling ``@layer`` once a layer) is
 modelled at the sectioned and phased stages as it stands, never inlined. Each lowered call
-(`tp_dialect.analysis.calls`: a bare statement calling a function that holds chip work)
+(`tp_dialect.analysis.calls.outlined`: a bare statement calling a function that holds chip work)
 opens a `Frame`, one run of its callee inside its caller's frame; the entry function's run is
 the root frame. A value seen in a frame stands for the value of the flat program tp-inline
 makes of the module (and, at the per-chip stage, of the flat per-chip programs):
@@ -44,9 +44,9 @@ from xdsl.dialects.builtin import IntegerAttr
 from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
-from tp_dialect.analysis.calls import ChipWork
-from tp_dialect.analysis.chip_calls import chip_function, tag_of
-from tp_dialect.analysis.touch import SectionTouch, is_constant, statements, storage
+from tp_dialect.analysis.calls.chip_runs import chip_function, tag_of
+from tp_dialect.analysis.calls.outlined import ChipWork
+from tp_dialect.analysis.schedule.touch import SectionTouch, is_constant, statements, storage
 from tp_dialect.analysis.values import origin
 from tp_dialect.errors import TpError
 from tp_dialect.names import call_tag, in_layer, value_name
@@ -144,7 +144,7 @@ class Runs:
             self._unfold(child, (*path, f))
         if frame is self.root:
             # Per-chip programs' calls to per-chip functions: each a run of its own, one
-            # level deep (`tp_dialect.analysis.chip_calls`), tagged by the call's ``tp.tag``.
+            # level deep (`tp_dialect.analysis.calls.chip_runs`), tagged by the call's ``tp.tag``.
             for program in self.statements(frame.func):
                 if not isinstance(program, ChipProgramOp):
                     continue

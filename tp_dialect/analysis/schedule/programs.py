@@ -20,14 +20,14 @@ from dataclasses import dataclass, field
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute
 
-from tp_dialect.analysis.chip_calls import (
+from tp_dialect.analysis.calls.chip_runs import (
     ProgramLink,
     check_chip_calls,
     program_links,
     relay_steps_of,
     tag_of,
 )
-from tp_dialect.analysis.relay import Copy, Deadlock, Halt, RelayStep, relay_schedule
+from tp_dialect.analysis.schedule.rounds import Copy, Deadlock, Halt, RelayStep, relay_schedule
 from tp_dialect.ops import BarrierOp, SectionOp, TransferOp
 from tp_dialect.program_ops import ChipProgramOp, RelayOp
 from tp_dialect.reject import TpReject

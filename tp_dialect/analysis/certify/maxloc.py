@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 
-from tp_dialect.analysis.coverage import (
+from tp_dialect.analysis.certify.coverage import (
     MAX_CONTEXTS,
     Calls,
     ModuleIndex,
@@ -51,8 +51,8 @@ from tp_dialect.analysis.coverage import (
     Unproven,
     call_chains,
 )
-from tp_dialect.analysis.positions import UNKNOWN, Axis, Positions
-from tp_dialect.analysis.provenance import Solver
+from tp_dialect.analysis.certify.positions import UNKNOWN, Axis, Positions
+from tp_dialect.analysis.certify.provenance import Solver
 from tp_dialect.linalg_kinds import argmax, filled_with, loop_view
 from tp_dialect.names import value_name
 from tp_dialect.ops import MaxLocOp

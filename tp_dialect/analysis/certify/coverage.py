@@ -54,8 +54,8 @@ from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 from xdsl.traits import IsTerminator, SymbolTable
 
-from tp_dialect.analysis.gather import check_lookups
-from tp_dialect.analysis.positions import (
+from tp_dialect.analysis.certify.gather import check_lookups
+from tp_dialect.analysis.certify.positions import (
     UNKNOWN,
     Axis,
     AxisPos,
@@ -65,7 +65,7 @@ from tp_dialect.analysis.positions import (
     correspond,
     loop_readers,
 )
-from tp_dialect.analysis.provenance import Solver
+from tp_dialect.analysis.certify.provenance import Solver
 from tp_dialect.analysis.values import origin
 from tp_dialect.attrs import chip_of
 from tp_dialect.diagnostics import TpDiagnostic

@@ -5,7 +5,7 @@ them; a transfer by the value it moves); anything else is the prologue.
 
 An outlined program (``@decode`` calling ``@layer`` once a layer) gives the rows of the flat
 program tp-inline makes of it: each lowered call counts its callee's statements under the
-call's labels (`tp_dialect.analysis.call_runs.Runs`: layer k's ``lk_…``), and a phased
+call's labels (`tp_dialect.analysis.calls.flat_runs.Runs`: layer k's ``lk_…``), and a phased
 program's phases are numbered as the flat program numbers them (each call's phase replaced by
 its callee's, in order).
 """
@@ -17,15 +17,15 @@ from dataclasses import dataclass, field
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.ir import Operation
 
-from tp_dialect.analysis.call_runs import CallError, Frame, Runs
-from tp_dialect.analysis.chip_calls import (
+from tp_dialect.analysis.calls.chip_runs import (
     expanded_label,
     program_links,
     program_ops,
     relay_steps_of,
 )
-from tp_dialect.analysis.relay import Copy
-from tp_dialect.analysis.touch import statements
+from tp_dialect.analysis.calls.flat_runs import CallError, Frame, Runs
+from tp_dialect.analysis.schedule.rounds import Copy
+from tp_dialect.analysis.schedule.touch import statements
 from tp_dialect.linalg_kinds import nbytes
 from tp_dialect.names import layer_of, value_name
 from tp_dialect.ops import SectionOp, TransferOp
