@@ -4,7 +4,8 @@ the named ops, ``linalg.reduce`` and ``linalg.broadcast`` too), whether it adds 
 point to its accumulator (`sums_each_point`), and whether a value is zeros by construction.
 
 The executor (`runtime.linalg_exec`), the cost model (`analysis.timing.cost`), the chip shims
-(`shims`) and the pipeline figures (`analysis.schedule.stats`) all ask here, so they cannot disagree.
+(`shims`) and the pipeline figures (`analysis.schedule.stats`) all ask here, so they cannot
+disagree.
 
 A **contraction** is a generic that sums products of its inputs over its reduction loops::
 
