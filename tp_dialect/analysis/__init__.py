@@ -1,4 +1,5 @@
-"""Analyses over tp programs, read by the passes, the runtime and the tools: chip provenance
-and the shard obligation, coverage, the manifest, all-reduce folds, section touch sets,
-transfers, phases, link points, per-chip programs and the host's relay; the machine, its links
-and what work costs on it."""
+"""Analyses over tp programs, read by the passes, the runtime and the tools, one folder a
+concern: ``certify`` (chip provenance and the shard obligation), ``schedule`` (what runs
+when and where: touch sets, crossings, phases, halts, the relay's rounds), ``timing`` (what
+work costs on a machine), ``calls`` (outlined calls) and ``split`` (tp-split's plan);
+``values`` sees through the structure lowering adds, for all of them."""
