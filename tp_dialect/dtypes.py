@@ -1,8 +1,10 @@
-"""Element types of the IR as numpy dtypes (bf16 through ml_dtypes)."""
+"""Element types of the IR as numpy dtypes (bf16 through ml_dtypes, imported on first use:
+it costs more than half a tool's start-up, and most runs never meet a bf16)."""
 
 from __future__ import annotations
 
-import ml_dtypes
+import functools
+
 import numpy as np
 from xdsl.dialects.builtin import (
     BFloat16Type,
@@ -14,7 +16,14 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
-BF16 = np.dtype(ml_dtypes.bfloat16)
+
+@functools.cache
+def bf16() -> np.dtype:
+    """numpy's bfloat16 (ml_dtypes'); importing it also registers the name ``"bfloat16"``
+    with numpy, which reading a checkpoint's BF16 tensors by name needs."""
+    import ml_dtypes
+
+    return np.dtype(ml_dtypes.bfloat16)
 
 
 def numpy_dtype(t: Attribute) -> np.dtype:
@@ -22,7 +31,7 @@ def numpy_dtype(t: Attribute) -> np.dtype:
     if isinstance(t, Float32Type):
         return np.dtype(np.float32)
     if isinstance(t, BFloat16Type):
-        return BF16
+        return bf16()
     if isinstance(t, Float64Type):
         return np.dtype(np.float64)
     if isinstance(t, Float16Type):

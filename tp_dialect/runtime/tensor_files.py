@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from tp_dialect.dtypes import bf16
 from tp_dialect.runtime.arrays import slice_of
 from tp_dialect.runtime.files import not_regular
 from tp_dialect.runtime.progress import tick
@@ -85,7 +86,7 @@ class SafetensorsSource:
     ``.safetensors`` file), each read lazily from its shard, in the dtype stored."""
 
     def __init__(self, path: str | Path) -> None:
-        import tp_dialect.dtypes  # noqa: F401 - registers bfloat16 with numpy via ml_dtypes
+        bf16()  # registers the name "bfloat16" with numpy (ml_dtypes), for BF16 tensors
 
         self.path = Path(path)
         kind = _kind(self.path)
