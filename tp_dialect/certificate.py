@@ -14,6 +14,8 @@ import hashlib
 from xdsl.dialects.builtin import DictionaryAttr, ModuleOp, StringAttr
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from tp_dialect.collectives import AllReduceAlgorithmAttr, MaxLocAlgorithmAttr
+
 CERTIFICATE_ATTR = "tp.certificate"
 OBLIGATION = "shard-obligation"
 
@@ -35,7 +37,10 @@ def digest(module: ModuleOp) -> str:
 
     def text(attr: Attribute) -> str:
         if (t := texts.get(attr)) is None:
-            t = texts[attr] = str(attr)
+            # An algorithm counts by its name, as when it was a string: certificates written
+            # before it became an enum attribute stay valid.
+            named = isinstance(attr, AllReduceAlgorithmAttr | MaxLocAlgorithmAttr)
+            t = texts[attr] = str(StringAttr(attr.data.value)) if named else str(attr)
         return t
 
     h = hashlib.sha256()

@@ -1,0 +1,30 @@
+"""A certificate tp wrote before the all-reduce algorithm became an enum attribute stays
+valid: the digest counts an algorithm by its name, as when it was a string."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from helpers import CTX
+from xdsl.parser import Parser
+
+from tp_dialect.certificate import status
+from tp_dialect.collectives import AllReduceAlgorithmAttr
+
+OLD = Path(__file__).parent / "data" / "certified_ring.mlir"
+
+
+def test_an_older_certificate_stays_valid() -> None:
+    module = Parser(CTX, OLD.read_text(encoding="utf-8"), str(OLD)).parse_module()
+    ring = [o for o in module.walk() if o.name == "tp.allreduce"]
+    assert isinstance(ring[0].properties["algorithm"], AllReduceAlgorithmAttr)
+    assert status(module) == "valid"
+
+
+def test_the_algorithm_still_counts() -> None:
+    module = Parser(CTX, OLD.read_text(encoding="utf-8"), str(OLD)).parse_module()
+    (reduce,) = [o for o in module.walk() if o.name == "tp.allreduce"]
+    reduce.properties["algorithm"] = AllReduceAlgorithmAttr.named("oneshot")
+    assert status(module) == "stale"
+    reduce.properties["algorithm"] = AllReduceAlgorithmAttr.named("ring")
+    assert status(module) == "valid"
