@@ -2,7 +2,7 @@
 // per-chip programs they stand for — each call's body in its place, its links numbered on
 // through the program's halts and its buffers named by the call's tag (l_p in the call
 // tagged l1_ is l1_p), the functions gone, the relay's repeat unrolled.
-// RUN: tp-opt %s --tp-relay --tp-inline | filecheck %s
+// RUN: tp-opt %S/Inputs/programs.mlir --tp-inline | filecheck %s
 
 // CHECK-NOT:  func.func private
 // CHECK-LABEL: func.func @decode(

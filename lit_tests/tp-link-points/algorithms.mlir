@@ -5,9 +5,9 @@
 // ring: chip c sends its slice c-1 to chip c+1 and adds the slice the chip before sent it to
 // its own, sends the sum on, and so round the ring until chip s holds reduced slice s, which
 // it sends to every chip (a ring fold: each chip's program adds one partial of each slice).
-// RUN: tp-opt %s --split-input-file --tp-relocate=allreduce=oneshot --tp-transfers --tp-link-points --tp-relay --tp-verify | filecheck %s --check-prefix=ONESHOT
-// RUN: tp-opt %s --split-input-file --tp-relocate=allreduce=twoshot --tp-transfers --tp-link-points --tp-relay --tp-verify | filecheck %s --check-prefix=TWOSHOT
-// RUN: tp-opt %s --split-input-file --tp-relocate=allreduce=ring --tp-transfers --tp-link-points --tp-relay --tp-verify | filecheck %s --check-prefix=RING
+// RUN: tp-opt %S/Inputs/algorithms.oneshot.mlir --split-input-file --tp-link-points --tp-relay --tp-verify | filecheck %s --check-prefix=ONESHOT
+// RUN: tp-opt %S/Inputs/algorithms.twoshot.mlir --split-input-file --tp-link-points --tp-relay --tp-verify | filecheck %s --check-prefix=TWOSHOT
+// RUN: tp-opt %S/Inputs/algorithms.ring.mlir --split-input-file --tp-link-points --tp-relay --tp-verify | filecheck %s --check-prefix=RING
 
 // ONESHOT-LABEL: func.func @mlp
 // ONESHOT:      tp.chip_program on 0

@@ -1,7 +1,7 @@
 // A callee's result that no chip computes — one of its own arguments handed straight back, or
 // a constant — is taken by the host where the caller had it: the caller's operand (here
 // computed by a replicated section, so chip 0 hands it out) or the constant, cloned.
-// RUN: tp-opt %s --tp-relocate --tp-transfers --tp-phase --tp-link-points | filecheck %s
+// RUN: tp-opt %S/Inputs/handed_back.mlir --tp-link-points | filecheck %s
 
 // CHECK-LABEL: func.func @decode
 // CHECK:      %y, %x2 = tp.chip_program on 0 (%x, %w) {

@@ -1,8 +1,8 @@
 // tp-link-points: one program per chip, each standing alone, halting where it sends and
 // receives: a send after the section that stores the tensor, a receive before the first
 // section that loads it; halts at one boundary are one link point, in program order.
-// RUN: tp-opt %s --split-input-file --tp-relocate --tp-transfers --tp-link-points | filecheck %s
-// RUN: not tp-opt %s --split-input-file --tp-relocate=allreduce=ring --tp-link-points 2>&1 | filecheck %s --check-prefix=RING
+// RUN: tp-opt %S/Inputs/link_points.mlir --split-input-file --tp-link-points | filecheck %s
+// RUN: not tp-opt %S/Inputs/link_points.ring.mlir --split-input-file --tp-link-points 2>&1 | filecheck %s --check-prefix=RING
 
 // The Megatron MLP on 4 chips with the seed's all-reduce. Chip 0 halts once to receive the
 // three partials (one link point), once after the fold to send the sum; chips 1..3 halt

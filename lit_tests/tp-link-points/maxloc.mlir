@@ -1,8 +1,8 @@
 // tp-link-points carries a maxloc into per-chip programs: fold runs it on chip 0 alone (chip
 // 1 sends its pair and, where the spine reads the token on every chip, receives the result
 // back at the same halt); oneshot runs it on every chip, each receiving the other's pair.
-// RUN: tp-opt %s --tp-relocate=maxloc=fold --tp-transfers --tp-link-points | filecheck %s --check-prefix=FOLD
-// RUN: tp-opt %s --tp-relocate=maxloc=oneshot --tp-transfers --tp-link-points | filecheck %s --check-prefix=ONESHOT
+// RUN: tp-opt %S/Inputs/maxloc.fold.mlir --tp-link-points | filecheck %s --check-prefix=FOLD
+// RUN: tp-opt %S/Inputs/maxloc.oneshot.mlir --tp-link-points | filecheck %s --check-prefix=ONESHOT
 
 // FOLD-LABEL: tp.chip_program on 0
 // FOLD:      %max1, %ids1 = tp.link 1 sends() as [] receives ["max1", "ids1"]

@@ -2,7 +2,7 @@
 // once into one per-chip function per chip (tp.chip = c), chip c's sections with its own link
 // points numbered from 1, and each chip's program calls its function once a layer, tagged so
 // that every call's buffers are its own; the host stores the callee's host stores per call.
-// RUN: tp-opt %s --tp-relocate --tp-transfers --tp-phase --tp-link-points | filecheck %s
+// RUN: tp-opt %S/Inputs/outline.mlir --tp-link-points | filecheck %s
 
 // CHECK-NOT:  func.func private @layer(
 // CHECK-LABEL: func.func private @layer.chip0(

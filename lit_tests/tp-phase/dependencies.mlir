@@ -2,7 +2,7 @@
 // for every earlier reader of the storage, even when the storage is a function argument; a
 // transfer copies a tensor without writing its storage, so it waits only for that tensor's
 // writer, and only the readers on its destination chip wait for it.
-// RUN: tp-opt %s --split-input-file --tp-relocate --tp-transfers --tp-phase | filecheck %s
+// RUN: tp-opt %S/Inputs/dependencies.mlir --split-input-file --tp-phase | filecheck %s
 
 // A cache passed in as a function argument is read (all-reduce partial 0, on chip 0) and then
 // written in place on chip 0. Chip 0 idles while chip 1 computes the other partial, but the

@@ -6,8 +6,8 @@
 // reader of a cache the next call updates is phased before that call. tp-inline of the
 // phased program numbers the phases again in program order, each call's phase becoming its
 // callee's phases.
-// RUN: tp-opt %s --split-input-file --tp-relocate --tp-transfers --tp-phase | filecheck %s
-// RUN: tp-opt %s --split-input-file --tp-relocate --tp-transfers --tp-phase --tp-inline | filecheck %s --check-prefix=FLAT
+// RUN: tp-opt %S/Inputs/outline.mlir --split-input-file --tp-phase | filecheck %s
+// RUN: tp-opt %S/Inputs/outline.mlir --split-input-file --tp-phase --tp-inline | filecheck %s --check-prefix=FLAT
 
 // Layer 0 updates cache.1, %old reads cache.0 (and layer 0's cache), layer 1 updates
 // cache.0 in place: %old must run between the two calls.

@@ -1,7 +1,7 @@
 // tp-phase: each statement, in source order, goes into the earliest phase after everything
 // it depends on where its chips are free; statements are reordered phase by phase and a
 // barrier closes each phase.
-// RUN: tp-opt %s --split-input-file --tp-relocate --tp-transfers --tp-phase | filecheck %s
+// RUN: tp-opt %S/Inputs/phase.mlir --split-input-file --tp-phase | filecheck %s
 
 // The chips run at once: chip 0's and chip 1's slices share phases; the seed's all-reduce
 // then serialises on chip 0 (partial in, fold, sum back out).

@@ -7,7 +7,7 @@
 // twoshot's epilogue into its all-gather.
 // RUN: tp-opt %s --split-input-file --tp-relocate="allreduce=oneshot epilogue=true shim=sn40l" | filecheck %s
 // RUN: tp-opt %s --split-input-file --tp-relocate="allreduce=fold epilogue=true" | filecheck %s --check-prefix=FOLD
-// RUN: tp-opt %s --split-input-file --tp-relocate="allreduce=twoshot epilogue=true" --tp-transfers | filecheck %s --check-prefix=TWOSHOT
+// RUN: tp-opt %S/Inputs/epilogue.twoshot.mlir --split-input-file --tp-transfers | filecheck %s --check-prefix=TWOSHOT
 // RUN: not tp-opt %s --split-input-file --tp-relocate="allreduce=oneshot epilogue=true shim=nosuch" 2>&1 | filecheck %s --check-prefix=BADSHIM
 
 // CHECK-LABEL: func.func @residual

@@ -2,8 +2,8 @@
 // partial to every other chip, each chip adding them in chip order itself. twoshot: first
 // spelled as a reduce-scatter (slice s of every partial to chip s, folded there in chip
 // order) and an all-gather (every reduced slice to every chip, concatenated).
-// RUN: tp-opt %s --tp-relocate=allreduce=oneshot --tp-transfers | filecheck %s --check-prefix=ONESHOT
-// RUN: tp-opt %s --tp-relocate=allreduce=twoshot --tp-transfers | filecheck %s --check-prefix=TWOSHOT
+// RUN: tp-opt %S/Inputs/algorithms.oneshot.mlir --tp-transfers | filecheck %s --check-prefix=ONESHOT
+// RUN: tp-opt %S/Inputs/algorithms.twoshot.mlir --tp-transfers | filecheck %s --check-prefix=TWOSHOT
 
 // ONESHOT-LABEL: func.func @mlp
 // ONESHOT:      tp.transfer %h0 from 0 to 1

@@ -1,8 +1,8 @@
 // tp-transfers moves a maxloc's pairs: fold sends every other chip's value and index to
 // chip 0 (each its own transfer), oneshot every chip's pair to every other chip; the
 // maxloc stays one section over all chips (each chip forms it from what it holds).
-// RUN: tp-opt %s --tp-relocate=maxloc=fold --tp-transfers | filecheck %s --check-prefix=FOLD
-// RUN: tp-opt %s --tp-relocate=maxloc=oneshot --tp-transfers | filecheck %s --check-prefix=ONESHOT
+// RUN: tp-opt %S/Inputs/maxloc.fold.mlir --tp-transfers | filecheck %s --check-prefix=FOLD
+// RUN: tp-opt %S/Inputs/maxloc.oneshot.mlir --tp-transfers | filecheck %s --check-prefix=ONESHOT
 
 // FOLD-LABEL: func.func @decode
 // FOLD-NOT:     tp.transfer %max0

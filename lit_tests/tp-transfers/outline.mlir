@@ -3,8 +3,8 @@
 // (every chip reading one holds it); a call to a function holding chip work stays bare,
 // and before it the caller transfers each operand to the chips the callee reads it on;
 // a call's results are where its callee leaves them.
-// RUN: tp-opt %s --split-input-file --tp-relocate --tp-transfers | filecheck %s
-// RUN: tp-opt %s --split-input-file --tp-relocate --tp-transfers --tp-transfers | filecheck %s
+// RUN: tp-opt %S/Inputs/outline.mlir --split-input-file --tp-transfers | filecheck %s
+// RUN: tp-opt %S/Inputs/outline.mlir --split-input-file --tp-transfers --tp-transfers | filecheck %s
 
 // A two-layer MLP with the seed's fold: in @layer, the partial to chip 0 and the sum back,
 // once; @decode's input to the calls is spine work every chip did: nothing crosses there.

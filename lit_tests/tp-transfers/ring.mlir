@@ -8,7 +8,7 @@
 // pass on a copy it received without a section between), concatenated on every chip, the
 // fused epilogue after it. N = 1: the partial is the sum (algorithm "fold"). A tensor no axis
 // cuts into N slices stays one ring collective (tp-link-points refuses it: not-linkable).
-// RUN: tp-opt %s --split-input-file --tp-relocate="allreduce=ring epilogue=true" --tp-transfers --tp-verify | filecheck %s
+// RUN: tp-opt %S/Inputs/ring.mlir --split-input-file --tp-transfers --tp-verify | filecheck %s
 
 // Three chips, a 1x6 sum cut into 1x2 slices along axis 1.
 // CHECK-LABEL: func.func @three

@@ -1,8 +1,8 @@
 // tp-transfers: a tensor written on one chip and read on another crosses once, before the
 // reader's first read; once per (tensor, reader chip). Host values cross nothing.
-// RUN: tp-opt %s --split-input-file --tp-relocate --tp-transfers | filecheck %s
-// RUN: tp-opt %s --split-input-file --tp-relocate=allreduce=ring --tp-transfers | filecheck %s --check-prefix=RING
-// RUN: tp-opt %s --split-input-file --tp-relocate --tp-transfers --tp-transfers | filecheck %s
+// RUN: tp-opt %S/Inputs/transfers.mlir --split-input-file --tp-transfers | filecheck %s
+// RUN: tp-opt %S/Inputs/transfers.ring.mlir --split-input-file --tp-transfers | filecheck %s --check-prefix=RING
+// RUN: tp-opt %S/Inputs/transfers.mlir --split-input-file --tp-transfers --tp-transfers | filecheck %s
 // RUN: not tp-opt %s --split-input-file --tp-transfers 2>&1 | filecheck %s --check-prefix=UNSECTIONED
 
 // The seed's all-reduce on 3 chips: partials 1 and 2 go to chip 0, where the fold runs;
