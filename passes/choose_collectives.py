@@ -5,9 +5,10 @@ placed in a section) has its algorithm written: the one asked (``allreduce=``, `
 or with ``auto`` the one with the least modelled time on ``machine`` (`cost.best_allreduce`,
 `cost.best_maxloc`; ``report=true`` prints every candidate's time). Without ``maxloc=``, a
 maxloc gets the algorithm ``allreduce=`` stands for (`collectives.AllReduceEntry.maxloc`).
-Only the algorithm changes: the same sum (the same maximum), on the same chips. tp-relocate
-runs this pass first (its ``allreduce=``/``maxloc=``/``machine=``/``report=`` options are this
-pass's).
+The seed's folds of adds are raised into all-reduces first (tp-raise-allreduce), so they get
+theirs too. Only the algorithm changes: the same sum (the same maximum), on the same chips.
+tp-relocate runs this pass first (its ``allreduce=``/``maxloc=``/``machine=``/``report=`` options
+are this pass's).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from tp_dialect.grid import stated_chips
 from tp_dialect.machine import Machine, MachineError, machine_from
 from tp_dialect.names import value_name
 from tp_dialect.ops import AllReduceOp, Collective, MaxLocOp
+from tp_dialect.passes.raise_allreduce import TpRaiseAllreduce
 from tp_dialect.passes.rewrites import set_algorithm
 
 AllReduceChoice = option_values(ALLREDUCE)
@@ -146,6 +148,9 @@ class TpChooseCollectives(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         checked = self.checked(self.name)
+        # The seed's folds are all-reduces too: raised first (as tp-relocate does), they get
+        # their algorithm here rather than tp-relocate's fold later.
+        TpRaiseAllreduce().apply(ctx, op)
         self.choose(op, stated_chips(op) or 1, None, checked, self.name)
 
 

@@ -25,7 +25,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tp_dialect.certificate import kept
-from tp_dialect.collectives import DEFAULT
+from tp_dialect.collectives import SEED
 from tp_dialect.names import value_hint, value_name
 from tp_dialect.ops import AllReduceOp
 
@@ -43,7 +43,7 @@ class TpFoldAllreduce(ModulePass):
             for r in op.walk()
             if isinstance(r, AllReduceOp)
             and isinstance(r.parent_op(), FuncOp)
-            and r.algorithm_name == DEFAULT
+            and r.algorithm_name == SEED
             and len(r.partials) > 1
         ]
         if not reduces:

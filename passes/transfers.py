@@ -58,7 +58,7 @@ from tp_dialect.analysis.schedule.touch import collective
 from tp_dialect.analysis.timing.cost import split_axis
 from tp_dialect.attrs import chip_of, on_chip
 from tp_dialect.certificate import kept
-from tp_dialect.collectives import DEFAULT
+from tp_dialect.collectives import SEED
 from tp_dialect.grid import stated_chips
 from tp_dialect.names import value_hint, value_name
 from tp_dialect.ops import AllReduceOp, SectionOp, TransferOp, YieldOp
@@ -200,7 +200,7 @@ class ExpandSplit(RewritePattern):
         if not isinstance(reduce, AllReduceOp) or not reduce.entry.split:
             return
         if len(reduce.partials) == 1:
-            set_algorithm(rewriter, reduce, DEFAULT)  # one chip: the partial is the sum
+            set_algorithm(rewriter, reduce, SEED)  # one chip: the partial is the sum
             return
         result_t = reduce.result.type
         assert isinstance(result_t, TensorType)

@@ -146,8 +146,12 @@ MAXLOC: dict[str, MaxLocEntry] = {
 }
 """The maxloc algorithms, in the order they are listed (and ties are broken)."""
 
-DEFAULT = "fold"
-"""The algorithm of a collective that names none (the seed's), in every kind."""
+SEED = "fold"
+"""The seed's algorithm (partials to chip 0, added there in chip order): what tp-fold-allreduce
+spells as adds, and what a one-chip all-reduce (no exchange at all) is written as."""
+
+DEFAULT = SEED
+"""The algorithm of a collective that names none, in every kind."""
 
 AUTO = "auto"
 """The option value asking for the algorithm with the least modelled time."""

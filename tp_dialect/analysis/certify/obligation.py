@@ -19,7 +19,7 @@ A module meets it when, with every value's `Placement` (analysis/certify/provena
 - a call to a function that places work itself (a section, transfer or barrier, at any call
   depth: an outlined ``@layer``) is a statement of a function, never inside a section or
   a chip program (sections never nest); as a statement it hands the callee a scalar only
-  where the callee reads it (`tp_dialect.analysis.calls.outlined.CallSummary`), and a scalar it
+  where the callee reads it (`tp_dialect.analysis.calls.summary.CallSummary`), and a scalar it
   returns is held where the callee left it;
 - per-chip programs fit together (`analysis/schedule/programs.py`: one program a chip, each buffer
   sent once and received as the type it was sent as, never by its own sender);
