@@ -275,3 +275,39 @@ def test_a_cache_that_cannot_be_written_warns_and_the_run_goes_on(tmp_path: Path
     got, want = np.load(out), np.load(ref)
     for name in want.files:
         np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=1e-6)
+
+
+def test_a_compile_that_hangs_is_killed_and_run_again_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tp_dialect.runtime.iree_exec as iree_exec
+
+    real = subprocess.run
+    calls: list[float] = []
+
+    def hang_first(*args: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs["timeout"])
+        if len(calls) == 1:
+            raise subprocess.TimeoutExpired(args[0], kwargs["timeout"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(iree_exec.subprocess, "run", hang_first)
+    cache = ModuleCache(tmp_path)
+    assert len(cache.get(_segment(), "chip 0 segment 0")) > 0
+    assert len(calls) == 2 and cache.compiled == 1
+
+
+def test_a_compile_that_hangs_twice_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tp_dialect.runtime.iree_exec as iree_exec
+
+    def hang(*args: Any, **kwargs: Any) -> Any:
+        raise subprocess.TimeoutExpired(args[0], kwargs["timeout"])
+
+    monkeypatch.setattr(iree_exec.subprocess, "run", hang)
+    with pytest.raises(IreeError) as err:
+        ModuleCache(tmp_path).get(_segment(), "chip 0 segment 0")
+    assert str(err.value).startswith("chip 0 segment 0: IREE's compiler did not finish in ")
+    assert str(err.value).endswith(" s, twice")
+    assert not list(tmp_path.glob("*.vmfb"))

@@ -29,6 +29,7 @@ import io
 import os
 import platform
 import re
+import subprocess
 import tempfile
 import time
 from collections import Counter
@@ -190,17 +191,15 @@ class ModuleCache:
             return stored
         if path.exists():
             self.rebuilt += 1  # a corrupt entry: never trusted, compiled again
-        compiler, _ = iree()
+        iree()  # installed, else the one line naming the extra
         target = self.target
         try:
             with tempfile.TemporaryDirectory(prefix="tp-iree-") as spec_dir:
                 # The CPU's bf16 matrix-vector tiles (`iree_tuning`): a file IREE reads.
                 tuned = [tuning.spec_flag(Path(spec_dir))] if self._tuned else []
-                vmfb = compiler.compile_str(
-                    text,
-                    target_backends=[target.name],
-                    extra_args=[*target.compile_flags, *tuned],
-                )
+                vmfb = _compile(text, target.name, [*target.compile_flags, *tuned])
+        except TimeoutError as err:
+            raise IreeError(f"{where}: {err}") from None
         except Exception as err:  # IREE's CompilerToolError, or its failure to start
             raise IreeError(f"{where}: IREE refused it: {first_error(str(err))}") from None
         self.compiled += 1
@@ -209,6 +208,30 @@ class ModuleCache:
         except OSError as err:  # a read-only or misplaced cache: the run goes on uncached
             self.unwritable = self.unwritable or f"{err.strerror or err}: {path}"
         return bytes(vmfb)
+
+
+def _compile(text: str, backend: str, flags: list[str]) -> bytes:
+    """IREE's compiler run on ``text`` (as ``iree.compiler.compile_str`` runs it), bounded: a
+    run not finished in two minutes plus a second per 10 kB of text is killed and run once
+    more (iree-compile was once seen stuck in a futex wait, at no CPU, for 20 minutes),
+    then a TimeoutError."""
+    from iree.compiler.tools import binaries, core
+
+    with core.TempFileSaver.implicit() as saver:
+        options = core.CompilerOptions(target_backends=[backend], extra_args=flags)
+        command = core.build_compile_command_line("-", saver, options)
+    seconds = 120 + len(text) / 10_000
+    for _ in range(2):
+        try:
+            done = subprocess.run(
+                command, input=text.encode("utf-8"), capture_output=True, timeout=seconds
+            )
+        except subprocess.TimeoutExpired:
+            continue
+        if done.returncode != 0:
+            raise binaries.CompilerToolError(done)
+        return done.stdout
+    raise TimeoutError(f"IREE's compiler did not finish in {seconds:.0f} s, twice")
 
 
 def check_target(target: IreeTarget) -> None:
