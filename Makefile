@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint pytest lit lit-inputs bench fuzz clean
+.PHONY: demo test lint pytest lit lit-inputs bench fuzz coverage clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,14 @@ lint: $(STAMP)
 # Tests spread over every core (pytest-xdist): the suite is CPU-bound.
 pytest: $(STAMP)
 	$(BIN)/pytest -n auto
+
+# Lines run per module by the whole pytest suite (MPI ranks and tools run as subprocesses
+# included: coverage's subprocess patch), as build/coverage/report.txt; slower than `pytest`.
+coverage: $(STAMP)
+	rm -rf build/coverage && mkdir -p build/coverage
+	$(BIN)/pytest -n auto --cov --cov-report=
+	$(BIN)/coverage report > build/coverage/report.txt
+	tail -1 build/coverage/report.txt
 
 lit: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/lit -sv lit_tests

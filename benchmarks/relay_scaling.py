@@ -12,8 +12,8 @@ import time
 
 from xdsl.passes import PassPipeline
 
+from tp_dialect.analysis.rounds import relay_schedule, rounds
 from tp_dialect.analysis.schedule.programs import program_halts, programs
-from tp_dialect.analysis.schedule.rounds import relay_schedule, rounds
 from tp_dialect.frontend.qwen3 import Qwen3Config, generate
 from tp_dialect.passes import TP_PASSES
 from tp_dialect.signature import entry_function

@@ -24,7 +24,7 @@ from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, Rewrite
 from xdsl.rewriter import InsertPoint
 
 from tp_dialect.analysis.certify.provenance import Provenance
-from tp_dialect.analysis.schedule.touch import captured, collective, storage, written_in_place
+from tp_dialect.analysis.touch import captured, collective, storage, written_in_place
 from tp_dialect.certificate import drop, status
 from tp_dialect.ops import AllReduceOp, Collective, SectionOp, YieldOp
 from tp_dialect.passes.options import ShimName, base_shim

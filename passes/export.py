@@ -43,9 +43,9 @@ from xdsl.ir import Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriteWalker
 
+from tp_dialect.analysis.rounds import Copy
 from tp_dialect.analysis.schedule.programs import check_programs, programs, relay_steps
-from tp_dialect.analysis.schedule.rounds import Copy
-from tp_dialect.analysis.schedule.touch import is_constant
+from tp_dialect.analysis.touch import is_constant
 from tp_dialect.certificate import CERTIFICATE_ATTR
 from tp_dialect.ops import UnshardOp
 from tp_dialect.passes.export_cut import ChipCut

@@ -26,7 +26,7 @@ from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from tp_dialect.analysis.calls.chip_runs import chip_function, expanded_name, program_links, tag_of
-from tp_dialect.analysis.schedule.touch import is_constant
+from tp_dialect.analysis.touch import is_constant
 from tp_dialect.ops import ShardOp
 from tp_dialect.passes.export_ops import PortFlags, PortInfo, refuse
 from tp_dialect.passes.export_parts import (

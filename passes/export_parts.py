@@ -14,7 +14,7 @@ from xdsl.dialects.builtin import FunctionType
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 
-from tp_dialect.analysis.schedule.touch import is_constant
+from tp_dialect.analysis.touch import is_constant
 from tp_dialect.analysis.values import defined_within
 from tp_dialect.ops import SectionOp, ShardOp, YieldOp
 from tp_dialect.passes.export_ops import PortInfo, SegmentBuilder

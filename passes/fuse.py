@@ -28,9 +28,9 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 from xdsl.rewriter import InsertPoint
 
-from tp_dialect.analysis.calls.outlined import ChipWork, check_arguments, lowered_functions
+from tp_dialect.analysis.calls.outlined import ChipWork, lowered_functions
 from tp_dialect.analysis.certify.provenance import Provenance
-from tp_dialect.analysis.schedule.touch import is_statement
+from tp_dialect.analysis.touch import is_statement
 from tp_dialect.certificate import kept
 from tp_dialect.names import value_name
 from tp_dialect.ops import SectionOp, TransferOp, YieldOp
@@ -142,7 +142,7 @@ class TpFuse(ModulePass):
         for func in funcs:
             for call in func.body.block.ops:
                 if (callee := work.lowered(call)) is not None:
-                    check_arguments(call, callee, prov)  # type: ignore[arg-type]
+                    prov.check_call(call, callee)  # type: ignore[arg-type]
             found, refusals = fusion_groups(func, shim, work)
             if self.report:
                 for r in refusals:

@@ -27,7 +27,7 @@ from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from tp_dialect.analysis.calls.summary import CallSummary
 from tp_dialect.analysis.certify.provenance import Provenance
 from tp_dialect.analysis.schedule.halts import link_points, runs_on
-from tp_dialect.analysis.schedule.touch import collective, statements
+from tp_dialect.analysis.touch import collective, statements
 from tp_dialect.ops import SectionOp, UnshardOp
 from tp_dialect.program_ops import CHIP_FUNCTION
 from tp_dialect.reject import TpReject

@@ -37,7 +37,7 @@ from tp_dialect.analysis.calls.chip_runs import TAG
 from tp_dialect.analysis.calls.summary import CallSummary, Summaries
 from tp_dialect.analysis.certify.provenance import Provenance
 from tp_dialect.analysis.schedule.halts import ChipPlan, link_points, runs_on
-from tp_dialect.analysis.schedule.touch import captured, collective, is_constant, statements
+from tp_dialect.analysis.touch import captured, collective, is_constant, statements
 from tp_dialect.analysis.values import callee
 from tp_dialect.certificate import kept
 from tp_dialect.names import call_tag, in_layer

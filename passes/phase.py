@@ -41,7 +41,7 @@ from xdsl.passes import ModulePass
 
 from tp_dialect.analysis.calls.summary import CallSummary, call_touch, summarize
 from tp_dialect.analysis.schedule.phases import ORDERS, arrange, phase_of, span, statement_time
-from tp_dialect.analysis.schedule.touch import SectionTouch, is_constant, statements, touch
+from tp_dialect.analysis.touch import SectionTouch, is_constant, statements, touch
 from tp_dialect.analysis.values import callee
 from tp_dialect.attrs import i64_attr
 from tp_dialect.certificate import kept

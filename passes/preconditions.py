@@ -37,7 +37,7 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation
 
 from tp_dialect.analysis.calls.outlined import ChipWork, lowered_functions
-from tp_dialect.analysis.schedule.touch import statements
+from tp_dialect.analysis.touch import statements
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.grid import CHIPS_ATTR, MAX_LOWERED_CHIPS, stated_chips
 from tp_dialect.ops import SectionOp, TransferOp

@@ -30,8 +30,8 @@ from xdsl.dialects.func import FuncOp
 from xdsl.passes import ModulePass
 
 from tp_dialect.analysis.calls.chip_runs import chip_function, step_op, tag_of
+from tp_dialect.analysis.rounds import RelayStep, find_repeat
 from tp_dialect.analysis.schedule.programs import check_programs, programs, schedule
-from tp_dialect.analysis.schedule.rounds import RelayStep, find_repeat
 from tp_dialect.certificate import kept
 from tp_dialect.passes.preconditions import chips_to_lower, entry_of
 from tp_dialect.program_ops import CopyOp, RelayOp, RelayRepeatOp, RunToOp

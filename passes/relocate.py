@@ -45,9 +45,9 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint
 
-from tp_dialect.analysis.calls.outlined import ChipWork, check_arguments, placed_functions
+from tp_dialect.analysis.calls.outlined import ChipWork, placed_functions
 from tp_dialect.analysis.certify.provenance import Provenance
-from tp_dialect.analysis.schedule.touch import is_statement
+from tp_dialect.analysis.touch import is_statement
 from tp_dialect.certificate import drop, status
 from tp_dialect.collectives import DEFAULT
 from tp_dialect.grid import stated_chips
@@ -144,7 +144,7 @@ class TpRelocate(ModulePass):
         for f in funcs:
             for s in f.body.block.ops:
                 if (callee := work.lowered(s)) is not None:
-                    check_arguments(s, callee, prov)  # type: ignore[arg-type]
+                    prov.check_call(s, callee)  # type: ignore[arg-type]
                 elif is_statement(s) and not isinstance(s, SectionOp | TransferOp):
                     placed.append(s)
         n = chips_to_place(op, self.name) if placed else (stated_chips(op) or 1)

@@ -54,8 +54,8 @@ from xdsl.rewriter import InsertPoint
 
 from tp_dialect.analysis.calls.summary import CallSummary, summarize
 from tp_dialect.analysis.schedule.crossings import ChipTransfer, transfers
-from tp_dialect.analysis.schedule.touch import collective
 from tp_dialect.analysis.timing.cost import split_axis
+from tp_dialect.analysis.touch import collective
 from tp_dialect.attrs import chip_of, on_chip
 from tp_dialect.certificate import kept
 from tp_dialect.collectives import SEED

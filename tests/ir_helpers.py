@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, Phase
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
 
-from tp_dialect.analysis.schedule.touch import SectionTouch
+from tp_dialect.analysis.touch import SectionTouch
 from tp_dialect.grid import check_chip_indices
 from tp_dialect.passes import TP_PASSES
 from tp_dialect.ssa import check_dominance

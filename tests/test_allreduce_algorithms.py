@@ -20,8 +20,8 @@ from ir_helpers import SETTINGS, apply, check_ir, parse
 from random_programs import Program, programs
 
 from tp_dialect.analysis.certify.obligation import check_obligation
-from tp_dialect.analysis.schedule.touch import collective
 from tp_dialect.analysis.timing.cost import split_axis
+from tp_dialect.analysis.touch import collective
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.ops import AllReduceOp, SectionOp, YieldOp
 from tp_dialect.runtime.checkpoint import random_inputs, random_weights

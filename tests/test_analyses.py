@@ -12,7 +12,7 @@ from xdsl.passes import PassPipeline
 
 from tp_dialect.analysis.schedule.crossings import transfers
 from tp_dialect.analysis.schedule.phases import ORDERS, phase_of, phase_order
-from tp_dialect.analysis.schedule.touch import statements, storage, touch
+from tp_dialect.analysis.touch import statements, storage, touch
 from tp_dialect.ops import SectionOp, TransferOp
 from tp_dialect.passes import TP_PASSES
 from tp_dialect.signature import entry_function

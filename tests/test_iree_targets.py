@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -282,16 +283,14 @@ def test_a_compile_that_hangs_is_killed_and_run_again_once(
 ) -> None:
     import tp_dialect.runtime.iree_exec as iree_exec
 
-    real = subprocess.run
+    real = iree_exec._run_watched
     calls: list[float] = []
 
-    def hang_first(*args: Any, **kwargs: Any) -> Any:
-        calls.append(kwargs["timeout"])
-        if len(calls) == 1:
-            raise subprocess.TimeoutExpired(args[0], kwargs["timeout"])
-        return real(*args, **kwargs)
+    def hang_first(command: list[str], data: bytes, seconds: float, stall: float) -> Any:
+        calls.append(seconds)
+        return None if len(calls) == 1 else real(command, data, seconds, stall)
 
-    monkeypatch.setattr(iree_exec.subprocess, "run", hang_first)
+    monkeypatch.setattr(iree_exec, "_run_watched", hang_first)
     cache = ModuleCache(tmp_path)
     assert len(cache.get(_segment(), "chip 0 segment 0")) > 0
     assert len(calls) == 2 and cache.compiled == 1
@@ -302,12 +301,28 @@ def test_a_compile_that_hangs_twice_is_one_line(
 ) -> None:
     import tp_dialect.runtime.iree_exec as iree_exec
 
-    def hang(*args: Any, **kwargs: Any) -> Any:
-        raise subprocess.TimeoutExpired(args[0], kwargs["timeout"])
-
-    monkeypatch.setattr(iree_exec.subprocess, "run", hang)
+    monkeypatch.setattr(iree_exec, "_run_watched", lambda *args: None)
     with pytest.raises(IreeError) as err:
         ModuleCache(tmp_path).get(_segment(), "chip 0 segment 0")
     assert str(err.value).startswith("chip 0 segment 0: IREE's compiler did not finish in ")
     assert str(err.value).endswith(" s, twice")
     assert not list(tmp_path.glob("*.vmfb"))
+
+
+def test_a_process_using_no_cpu_is_killed_as_stalled_and_a_busy_one_is_not() -> None:
+    """The watch behind the compiler's bound: a child asleep (no CPU, like the compiler
+    stuck in a futex wait) is killed after the stall time, long before the wall bound;
+    one computing for longer than the stall time runs to its end, its input read whole."""
+    from tp_dialect.runtime.iree_exec import _run_watched
+
+    start = time.monotonic()
+    asleep = [sys.executable, "-c", "import time; time.sleep(60)"]
+    assert _run_watched(asleep, b"", seconds=50, stall=2) is None
+    assert time.monotonic() - start < 20
+    busy = "import sys, time\nd = sys.stdin.buffer.read()\nt = time.time()\n"
+    busy += "while time.time() - t < 3: pass\nprint(len(d))"
+    done = _run_watched([sys.executable, "-c", busy], b"x" * 300_000, seconds=50, stall=2)
+    assert done is not None and done.returncode == 0
+    assert done.stdout.strip() == b"300000"
+    late = _run_watched([sys.executable, "-c", busy], b"", seconds=1, stall=50)
+    assert late is None

@@ -1,4 +1,4 @@
-"""Imports flow one way, and no modules import each other.
+"""Imports flow one way, and no modules (nor folders) import each other.
 
 Every module of the installed ``tp_dialect`` namespace (``passes/`` and ``tools/`` mapped in as
 ``pyproject.toml`` maps them) is read with `ast`, every import counted wherever it is written
@@ -183,6 +183,32 @@ def test_imports_go_to_the_same_or_a_lower_layer() -> None:
 def test_no_modules_import_each_other() -> None:
     found = cycles(graph())
     assert not found, "\n".join("import cycle: " + ", ".join(c) for c in found)
+
+
+def folder(module: str) -> str:
+    """The folder ``module`` sits in, as a package name: a package's own ``__init__`` and its
+    module files are that package (``tp_dialect.analysis.certify.obligation`` ->
+    ``tp_dialect.analysis.certify``); the package's facade (`FACADE`, the top layer) is
+    apart from the IR modules beside it."""
+    if module == FACADE:
+        return f"{FACADE} (facade)"
+    path = modules()[module]
+    return module if path.name == "__init__.py" else module.rpartition(".")[0]
+
+
+def test_no_folders_import_each_other() -> None:
+    """Folders too import one way (``analysis/calls`` builds on ``analysis/``'s own modules,
+    ``certify`` and ``schedule`` on ``calls``, never back): a picture of the folders' imports
+    has arrows running one way only."""
+    edges: dict[str, dict[str, int]] = {}
+    for name, targets in graph().items():
+        for target in targets:
+            a, b = folder(name), folder(target)
+            if a != b:
+                edges.setdefault(a, {})[b] = 1
+                edges.setdefault(b, {})
+    found = cycles(edges)
+    assert not found, "\n".join("folders importing each other: " + ", ".join(c) for c in found)
 
 
 def test_exceptions_are_still_imports() -> None:

@@ -17,7 +17,7 @@ from tp_dialect.machine import MACHINES
 from tp_dialect.passes import TP_PASSES
 from tp_dialect.runtime.model import MODES, ModelReport, model
 from tp_dialect.runtime.model.report import decompose
-from tp_dialect.runtime.timeline import Slice, Timeline
+from tp_dialect.runtime.model.timeline import Slice, Timeline
 from tp_dialect.tools.run_model import model_modes
 from tp_dialect.universe import tp_context
 

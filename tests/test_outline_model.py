@@ -45,7 +45,7 @@ from tp_dialect.machine import MACHINES
 from tp_dialect.ops import SectionOp
 from tp_dialect.passes.universe import lowered
 from tp_dialect.runtime.model import ModelError, ModelReport, model, phase_mode, stage_of
-from tp_dialect.runtime.timeline import Timeline, chrome_trace
+from tp_dialect.runtime.model.timeline import Timeline, chrome_trace
 from tp_dialect.signature import entry_function
 from tp_dialect.tools import tp_run
 from tp_dialect.tools.run_model import model_modes

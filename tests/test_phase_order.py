@@ -36,11 +36,11 @@ from tp_dialect.analysis.schedule.phases import (
     phase_of,
     statement_times,
 )
-from tp_dialect.analysis.schedule.touch import SectionTouch, statements, touch
+from tp_dialect.analysis.touch import SectionTouch, statements, touch
 from tp_dialect.frontend.qwen3 import Qwen3Config
 from tp_dialect.machine import MACHINES
 from tp_dialect.runtime.model import model
-from tp_dialect.runtime.timeline import Slice
+from tp_dialect.runtime.model.timeline import Slice
 from tp_dialect.signature import entry_function
 from tp_dialect.tools import tp_opt
 

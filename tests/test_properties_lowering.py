@@ -40,7 +40,7 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from tp_dialect.analysis.certify.obligation import check_obligation
 from tp_dialect.analysis.schedule.crossings import transfers
-from tp_dialect.analysis.schedule.touch import SectionTouch, is_host_value, statements, touch
+from tp_dialect.analysis.touch import SectionTouch, is_host_value, statements, touch
 from tp_dialect.attrs import chip_of
 from tp_dialect.certificate import status
 from tp_dialect.diagnostics import TpDiagnostic

@@ -41,8 +41,7 @@ from random_programs import Program, programs
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
-from tp_dialect.analysis.schedule.crossings import transfers
-from tp_dialect.analysis.schedule.rounds import (
+from tp_dialect.analysis.rounds import (
     Copy,
     Deadlock,
     Halt,
@@ -51,7 +50,8 @@ from tp_dialect.analysis.schedule.rounds import (
     relay_schedule,
     rounds,
 )
-from tp_dialect.analysis.schedule.touch import statements
+from tp_dialect.analysis.schedule.crossings import transfers
+from tp_dialect.analysis.touch import statements
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.ops import AllReduceOp, SectionOp, TransferOp
 from tp_dialect.program_ops import (

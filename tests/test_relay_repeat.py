@@ -15,7 +15,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from tp_dialect.analysis.calls.chip_runs import relay_steps_of
-from tp_dialect.analysis.schedule.rounds import Deadlock, Halt, RelayStep, relay_schedule, rounds
+from tp_dialect.analysis.rounds import Deadlock, Halt, RelayStep, relay_schedule, rounds
 from tp_dialect.passes.relay import relay_ops
 from tp_dialect.program_ops import RelayOp, RelayRepeatOp
 

@@ -31,7 +31,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from tp_dialect.analysis.certify.folds import find_folds
 from tp_dialect.analysis.certify.obligation import check_obligation
-from tp_dialect.analysis.schedule.touch import statements
+from tp_dialect.analysis.touch import statements
 from tp_dialect.attrs import chip_of
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.ops import AllReduceOp, SectionOp, TransferOp

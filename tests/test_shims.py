@@ -16,7 +16,7 @@ from xdsl.ir import Operation
 from tp_dialect.analysis.certify.folds import find_folds
 from tp_dialect.analysis.certify.provenance import Provenance
 from tp_dialect.analysis.schedule.stats import pipeline_stats
-from tp_dialect.analysis.schedule.touch import is_statement
+from tp_dialect.analysis.touch import is_statement
 from tp_dialect.attrs import chip_of
 from tp_dialect.ops import AllReduceOp, SectionOp, YieldOp
 from tp_dialect.program_ops import ChipProgramOp, RelayOp

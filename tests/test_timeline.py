@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tp_dialect.runtime import timeline as tl
-from tp_dialect.runtime.timeline import (
+from tp_dialect.runtime.model import timeline as tl
+from tp_dialect.runtime.model.timeline import (
     Flow,
     Slice,
     Timeline,

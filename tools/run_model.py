@@ -25,7 +25,7 @@ from tp_dialect.runtime.model import (
     model,
     stage_of,
 )
-from tp_dialect.runtime.timeline import (
+from tp_dialect.runtime.model.timeline import (
     Timeline,
     combine,
     write_chrome_trace,

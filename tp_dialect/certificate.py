@@ -20,6 +20,11 @@ CERTIFICATE_ATTR = "tp.certificate"
 OBLIGATION = "shard-obligation"
 
 
+_TEXTS: dict[Attribute, str] = {}
+_TEXTS_KEPT = 20_000  # entries
+_TEXT_KEPT = 200  # characters: a long constant's text is not kept
+
+
 def digest(module: ModuleOp) -> str:
     """A hash of everything ``module`` computes and where: its structure (which op sits in
     which block of which region), every op's name, which values it reads (by definition,
@@ -33,14 +38,25 @@ def digest(module: ModuleOp) -> str:
             for block in region.blocks:
                 ids.update((a, len(ids) + i) for i, a in enumerate(block.args))
         ids.update((r, len(ids) + i) for i, r in enumerate(op.results))
-    texts: dict[Attribute, str] = {}  # attributes are immutable: print each once
+    # Attributes are immutable: each equal value printed once (`_TEXTS` keeps them across
+    # digests: a pipeline digests each stage twice). Looked up by identity first, since
+    # hashing a type hashes all its parameters, and the module holds every attribute it
+    # names alive (no id reused) while this runs.
+    if len(_TEXTS) >= _TEXTS_KEPT:  # bounded: a long-lived process sees many programs
+        _TEXTS.clear()
+    texts = _TEXTS
+    seen: dict[int, str] = {}
 
     def text(attr: Attribute) -> str:
-        if (t := texts.get(attr)) is None:
-            # An algorithm counts by its name, as when it was a string: certificates written
-            # before it became an enum attribute stay valid.
-            named = isinstance(attr, AllReduceAlgorithmAttr | MaxLocAlgorithmAttr)
-            t = texts[attr] = str(StringAttr(attr.data.value)) if named else str(attr)
+        if (t := seen.get(id(attr))) is None:
+            if (t := texts.get(attr)) is None:
+                # An algorithm counts by its name, as when it was a string: certificates
+                # written before it became an enum attribute stay valid.
+                named = isinstance(attr, AllReduceAlgorithmAttr | MaxLocAlgorithmAttr)
+                t = str(StringAttr(attr.data.value)) if named else str(attr)
+                if len(t) <= _TEXT_KEPT:
+                    texts[attr] = t
+            seen[id(attr)] = t
         return t
 
     h = hashlib.sha256()

@@ -134,7 +134,7 @@ def measure_interpreter(machine: Machine, repeat: int = 3) -> dict[str, float]:
     from xdsl.ir import BlockArgument
     from xdsl.parser import Parser
 
-    from tp_dialect.analysis.schedule.programs import index_programs
+    from tp_dialect.analysis.schedule.programs import index_programs, placed_sections
     from tp_dialect.analysis.timing.cost import op_cost
     from tp_dialect.frontend.qwen3 import Qwen3Config, generate
     from tp_dialect.passes.universe import lowered
@@ -144,7 +144,6 @@ def measure_interpreter(machine: Machine, repeat: int = 3) -> dict[str, float]:
         random_inputs,
         random_weights,
     )
-    from tp_dialect.runtime.model.core import placed_sections
     from tp_dialect.runtime.reference import bind
     from tp_dialect.runtime.relay_exec import ChipRunner
     from tp_dialect.signature import entry_function, ports

@@ -210,11 +210,15 @@ class ModuleCache:
         return bytes(vmfb)
 
 
+STALL_SECONDS = 30.0
+"""How long IREE's compiler may go without using any CPU before it is taken as stuck: it
+is CPU-bound throughout, and was seen stuck in a futex wait, at no CPU, for 20 minutes."""
+
+
 def _compile(text: str, backend: str, flags: list[str]) -> bytes:
     """IREE's compiler run on ``text`` (as ``iree.compiler.compile_str`` runs it), bounded: a
-    run not finished in two minutes plus a second per 10 kB of text is killed and run once
-    more (iree-compile was once seen stuck in a futex wait, at no CPU, for 20 minutes),
-    then a TimeoutError."""
+    run that uses no CPU for `STALL_SECONDS`, or is not finished in two minutes plus a second
+    per 10 kB of text, is killed and run once more, then a TimeoutError."""
     from iree.compiler.tools import binaries, core
 
     with core.TempFileSaver.implicit() as saver:
@@ -222,16 +226,53 @@ def _compile(text: str, backend: str, flags: list[str]) -> bytes:
         command = core.build_compile_command_line("-", saver, options)
     seconds = 120 + len(text) / 10_000
     for _ in range(2):
-        try:
-            done = subprocess.run(
-                command, input=text.encode("utf-8"), capture_output=True, timeout=seconds
-            )
-        except subprocess.TimeoutExpired:
+        done = _run_watched(command, text.encode("utf-8"), seconds, STALL_SECONDS)
+        if done is None:
             continue
         if done.returncode != 0:
             raise binaries.CompilerToolError(done)
         return done.stdout
     raise TimeoutError(f"IREE's compiler did not finish in {seconds:.0f} s, twice")
+
+
+def _run_watched(
+    command: list[str], data: bytes, seconds: float, stall: float
+) -> subprocess.CompletedProcess[bytes] | None:
+    """``command`` run on ``data``, its output captured; None when it was killed: still
+    running after ``seconds``, or ``stall`` seconds without CPU time (where /proc says it:
+    a stuck compiler then costs half a minute, not the whole bound)."""
+    proc = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    start = time.monotonic()
+    busy, busy_at = _cpu_ticks(proc.pid), start
+    pending: bytes | None = data
+    while True:
+        try:
+            # communicate keeps what it has not written yet across timeouts
+            out, err = proc.communicate(pending, timeout=1.0)
+            return subprocess.CompletedProcess(command, proc.returncode, out, err)
+        except subprocess.TimeoutExpired:
+            pending = None
+        now = time.monotonic()
+        ticks = _cpu_ticks(proc.pid)
+        if ticks != busy:
+            busy, busy_at = ticks, now
+        if now - start > seconds or (ticks is not None and now - busy_at > stall):
+            proc.kill()
+            proc.communicate()
+            return None
+
+
+def _cpu_ticks(pid: int) -> int | None:
+    """CPU time process ``pid`` has used, in clock ticks (all its threads), from Linux's
+    /proc; None where that cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            fields = f.read().rpartition(")")[2].split()
+        return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def check_target(target: IreeTarget) -> None:

@@ -31,7 +31,7 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import BlockArgument, SSAValue
 from xdsl.transforms.dead_code_elimination import region_dce
 
-from tp_dialect.analysis.schedule.touch import storage
+from tp_dialect.analysis.touch import storage
 from tp_dialect.ops import ShardOp, UnshardOp
 from tp_dialect.passes.export import export_module, manifest_of
 from tp_dialect.program_ops import ChipProgramOp, FinishOp

@@ -47,8 +47,8 @@ from tp_dialect.analysis.calls.chip_runs import (
     has_chip_calls,
     program_links,
 )
+from tp_dialect.analysis.rounds import Copy
 from tp_dialect.analysis.schedule.programs import check_programs, relay_steps
-from tp_dialect.analysis.schedule.rounds import Copy
 from tp_dialect.analysis.values import count_run
 from tp_dialect.dtypes import numpy_dtype
 from tp_dialect.errors import TpError

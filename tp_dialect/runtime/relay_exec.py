@@ -32,8 +32,8 @@ from tp_dialect.analysis.calls.chip_runs import (
     program_links,
     tag_of,
 )
+from tp_dialect.analysis.rounds import Copy
 from tp_dialect.analysis.schedule.programs import check_programs, relay_steps
-from tp_dialect.analysis.schedule.rounds import Copy
 from tp_dialect.ops import SectionOp, ShardOp
 from tp_dialect.program_ops import ChipProgramOp, FinishOp, LinkOp, RelayOp
 from tp_dialect.runtime.numpy_impls import LocatingInterpreter, NumpyFunctions, own_storage

@@ -36,7 +36,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import SymbolTable
 
 from tp_dialect.analysis.calls.outlined import check_aliases
-from tp_dialect.analysis.schedule.rounds import Copy, RelayStep, RunTo, shifted
+from tp_dialect.analysis.rounds import Copy, RelayStep, RunTo, shifted
 from tp_dialect.analysis.values import callee
 from tp_dialect.names import in_layer
 from tp_dialect.ops import SectionOp

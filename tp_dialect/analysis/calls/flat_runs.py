@@ -46,7 +46,7 @@ from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
 from tp_dialect.analysis.calls.chip_runs import chip_function, tag_of
 from tp_dialect.analysis.calls.outlined import ChipWork
-from tp_dialect.analysis.schedule.touch import SectionTouch, is_constant, statements, storage
+from tp_dialect.analysis.touch import SectionTouch, is_constant, statements, storage
 from tp_dialect.analysis.values import origin
 from tp_dialect.errors import TpError
 from tp_dialect.names import call_tag, in_layer, value_name

@@ -18,9 +18,9 @@ The lowering passes place the callee's statements ONCE, for every call, and keep
 before callers, refusing recursion at the call and a call handing one storage to two
 parameters of which its callee writes one in place (`check_aliases`: the callee's
 statements are ordered once, by the storages its parameters name); `placed_functions` the
-functions tp-relocate sections; `check_arguments` that a lowered call hands its callee only
-what the callee's argument types place (its statements are placed once, by those types, for
-every call).
+functions tp-relocate sections (`Provenance.check_call` checks that a lowered call hands its
+callee only what the callee's argument types place: its statements are placed once, by
+those types, for every call).
 What a lowered call reads and where its results are held, as a statement of its caller, is
 `tp_dialect.analysis.calls.summary`.
 
@@ -35,8 +35,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import CallOp, FuncOp
 from xdsl.ir import Operation, SSAValue
 
-from tp_dialect.analysis.certify.provenance import Provenance, declared
-from tp_dialect.analysis.schedule.touch import storage, written_in_place
+from tp_dialect.analysis.touch import storage, written_in_place
 from tp_dialect.analysis.values import callee
 from tp_dialect.attrs import chip_of
 from tp_dialect.names import value_name
@@ -167,24 +166,6 @@ def placed_functions(module: ModuleOp, work: ChipWork) -> list[FuncOp]:
         if root not in called:
             lowered_functions(root, work)
     return [f for f in funcs if f not in called or work.holds(f)]
-
-
-def check_arguments(call: CallOp, func: FuncOp, prov: Provenance) -> None:
-    """A lowered call hands ``func`` nothing beyond what its arguments' types declare (a
-    spine argument no chip's data, a chip-typed one only that chip's): ``func``'s statements
-    are placed once, by those types, for every call. A ``section-chip`` diagnostic at the
-    call otherwise."""
-    for i, (v, arg) in enumerate(zip(call.arguments, func.body.block.args, strict=True)):
-        extra = prov.placement(v).chips - declared(arg).chips
-        if extra:
-            want = f"chip {chip_of(arg.type)}'s" if chip_of(arg.type) is not None else "a spine"
-            raise TpReject.SECTION_CHIP.at(
-                call,
-                f"'func.call' hands @{func.sym_name.data} %{value_name(v)}, chip "
-                f"{min(extra)}'s data, for argument #{i} (%{value_name(arg)}), {want} "
-                f"argument: @{func.sym_name.data}'s statements are placed once, by its "
-                "arguments' types, for every call",
-            )
 
 
 def check_aliases(call: CallOp, func: FuncOp) -> None:

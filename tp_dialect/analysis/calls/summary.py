@@ -27,7 +27,7 @@ from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.ir import BlockArgument, SSAValue
 
 from tp_dialect.analysis.calls.outlined import ChipWork
-from tp_dialect.analysis.schedule.touch import (
+from tp_dialect.analysis.touch import (
     SectionTouch,
     reads_where,
     statements,

@@ -53,7 +53,7 @@ from tp_dialect.analysis.certify.coverage import ModuleIndex, check_coverage
 from tp_dialect.analysis.certify.maxloc import check_maxloc
 from tp_dialect.analysis.certify.provenance import Provenance, Solver, join
 from tp_dialect.analysis.schedule.programs import check_programs
-from tp_dialect.analysis.schedule.touch import captured
+from tp_dialect.analysis.touch import captured
 from tp_dialect.analysis.values import callee, defined_within
 from tp_dialect.attrs import chip_of
 from tp_dialect.diagnostics import TpDiagnostic

@@ -553,6 +553,24 @@ class Provenance:
                 self._active.discard(callee)
         return self._contexts[key].returned(callee)
 
+    def check_call(self, call: func.CallOp, callee: func.FuncOp) -> None:
+        """A lowered call hands ``callee`` nothing beyond what its arguments' types declare
+        (a spine argument no chip's data, a chip-typed one only that chip's): ``callee``'s
+        statements are placed once, by those types, for every call. A ``section-chip``
+        diagnostic at the call otherwise."""
+        name = callee.sym_name.data
+        for i, (v, arg) in enumerate(zip(call.arguments, callee.body.block.args, strict=True)):
+            extra = self.placement(v).chips - declared(arg).chips
+            if extra:
+                chip = chip_of(arg.type)
+                want = f"chip {chip}'s" if chip is not None else "a spine"
+                raise TpReject.SECTION_CHIP.at(
+                    call,
+                    f"'func.call' hands @{name} %{value_name(v)}, chip {min(extra)}'s data, "
+                    f"for argument #{i} (%{value_name(arg)}), {want} argument: @{name}'s "
+                    "statements are placed once, by its arguments' types, for every call",
+                )
+
     def callee_context(self, op: func.CallOp) -> Solver | None:
         """The solver of the context ``op`` calls its callee in (None: not followed)."""
         key = self.context_of.get(op)

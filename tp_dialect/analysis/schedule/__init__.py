@@ -1,2 +1,2 @@
-"""When and where work runs: what each statement touches, phases, the tensors that cross
-between chips, where chips halt, the host's relay rounds, per-chip programs that fit."""
+"""When and where work runs: the tensors that cross between chips, phases, where chips halt,
+per-chip programs that fit (over `tp_dialect.analysis.touch` and `tp_dialect.analysis.rounds`)."""

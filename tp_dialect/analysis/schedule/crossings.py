@@ -20,7 +20,7 @@ from xdsl.dialects.func import CallOp, FuncOp
 from xdsl.ir import Operation, SSAValue
 
 from tp_dialect.analysis.calls.summary import EVERY, CallSummary, known_callee
-from tp_dialect.analysis.schedule.touch import is_host_value, reads_where, statements, write_chips
+from tp_dialect.analysis.touch import is_host_value, reads_where, statements, write_chips
 from tp_dialect.names import value_name
 from tp_dialect.ops import SectionOp, TransferOp
 from tp_dialect.reject import TpReject

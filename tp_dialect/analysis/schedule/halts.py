@@ -27,8 +27,8 @@ from xdsl.ir import Operation, SSAValue
 
 from tp_dialect.analysis.calls.summary import CallSummary, known_callee
 from tp_dialect.analysis.schedule.crossings import call_reads, transfers
-from tp_dialect.analysis.schedule.touch import collective, reads_where, statements
 from tp_dialect.analysis.timing.cost import split_axis
+from tp_dialect.analysis.touch import collective, reads_where, statements
 from tp_dialect.collectives import ALLREDUCE, spelled_choices
 from tp_dialect.names import value_name
 from tp_dialect.ops import (

@@ -61,8 +61,8 @@ from collections.abc import Sequence
 
 from xdsl.ir import Operation, SSAValue
 
-from tp_dialect.analysis.schedule.touch import Key, SectionTouch, collective
 from tp_dialect.analysis.timing.cost import allreduce_link_time, nbytes, op_cost
+from tp_dialect.analysis.touch import Key, SectionTouch, collective
 from tp_dialect.machine import Machine
 from tp_dialect.ops import AllReduceOp, SectionOp, TransferOp
 

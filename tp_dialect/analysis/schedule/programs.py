@@ -11,10 +11,13 @@ module refuses them up front, each as a located TpReject diagnostic.
 
 One pass over the programs' top-level ops and one over the relay's steps, with dicts keyed by
 chip and by buffer name: linear in the size of the function.
+
+`placed_sections` says which chips run each section of a function, at every stage.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from xdsl.dialects.func import FuncOp
@@ -27,8 +30,9 @@ from tp_dialect.analysis.calls.chip_runs import (
     relay_steps_of,
     tag_of,
 )
-from tp_dialect.analysis.schedule.rounds import Copy, Deadlock, Halt, RelayStep, relay_schedule
-from tp_dialect.ops import BarrierOp, SectionOp, TransferOp
+from tp_dialect.analysis.rounds import Copy, Deadlock, Halt, RelayStep, relay_schedule
+from tp_dialect.analysis.touch import collective
+from tp_dialect.ops import BarrierOp, Collective, SectionOp, TransferOp, UnshardOp
 from tp_dialect.program_ops import ChipProgramOp, RelayOp
 from tp_dialect.reject import TpReject
 
@@ -275,3 +279,22 @@ def check_programs(func: FuncOp) -> ProgramIndex:
         if isinstance(op, RelayOp):
             check_relay(op, index)
     return index
+
+
+def placed_sections(func: FuncOp) -> Iterator[tuple[SectionOp, tuple[int, ...]]]:
+    """Every section of ``func`` with the chips that run it: a top-level section on its
+    chips (an all-reduce the seed folds on chip 0 only, a fold maxloc too; a host store on
+    none), a section of chip c's program on chip c."""
+    for op in func.body.block.ops:
+        if isinstance(op, SectionOp):
+            coll = collective(op)
+            if isinstance(coll, UnshardOp):
+                yield op, ()
+            elif isinstance(coll, Collective) and not coll.lands_on_every_chip:
+                yield op, (0,)
+            else:
+                yield op, op.chip_list
+        elif isinstance(op, ChipProgramOp):
+            for inner in op.body.block.ops:
+                if isinstance(inner, SectionOp):
+                    yield inner, (op.chip_index,)

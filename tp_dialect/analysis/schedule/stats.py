@@ -24,8 +24,8 @@ from tp_dialect.analysis.calls.chip_runs import (
     relay_steps_of,
 )
 from tp_dialect.analysis.calls.flat_runs import CallError, Frame, Runs
-from tp_dialect.analysis.schedule.rounds import Copy
-from tp_dialect.analysis.schedule.touch import statements
+from tp_dialect.analysis.rounds import Copy
+from tp_dialect.analysis.touch import statements
 from tp_dialect.linalg_kinds import nbytes
 from tp_dialect.names import layer_of, value_name
 from tp_dialect.ops import SectionOp, TransferOp

@@ -51,7 +51,7 @@ from tp_dialect.runtime.model.memory import Memories
 from tp_dialect.runtime.model.phase_mode import simulate_sectioned
 from tp_dialect.runtime.model.relay_mode import simulate_relay
 from tp_dialect.runtime.model.report import LayerFigures, ModelReport, decompose
-from tp_dialect.runtime.timeline import Timeline
+from tp_dialect.runtime.model.timeline import Timeline
 from tp_dialect.signature import entry_function
 
 

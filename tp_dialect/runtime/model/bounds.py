@@ -49,7 +49,6 @@ from tp_dialect.analysis.calls.flat_runs import Frame, HeldKey, Ref, Runs
 from tp_dialect.analysis.certify.folds import find_folds
 from tp_dialect.analysis.certify.manifest import Collective, one_per_sum, read_manifest
 from tp_dialect.analysis.schedule.programs import programs
-from tp_dialect.analysis.schedule.touch import storage
 from tp_dialect.analysis.timing.cost import (
     VIEWS,
     allreduce_link_time,
@@ -58,6 +57,7 @@ from tp_dialect.analysis.timing.cost import (
     matmul_flops,
     nbytes,
 )
+from tp_dialect.analysis.touch import storage
 from tp_dialect.analysis.values import (
     callee,
     origin,

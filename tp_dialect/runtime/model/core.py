@@ -11,15 +11,16 @@ run. An outlined program's lowered calls are followed, never inlined (`calls`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from tp_dialect.analysis.calls.flat_runs import CallError, Runs
-from tp_dialect.analysis.schedule.touch import collective, is_constant, statements
+from tp_dialect.analysis.schedule.programs import placed_sections
 from tp_dialect.analysis.timing.cost import Cost, allreduce_link_time, nbytes, op_cost
+from tp_dialect.analysis.touch import collective, is_constant, statements
 from tp_dialect.analysis.values import origin
 from tp_dialect.errors import TpError
 from tp_dialect.grid import stated_chips
@@ -27,7 +28,7 @@ from tp_dialect.machine import Machine
 from tp_dialect.names import value_name
 from tp_dialect.ops import AllReduceOp, Collective, SectionOp, TransferOp, UnshardOp
 from tp_dialect.program_ops import ChipProgramOp
-from tp_dialect.runtime.timeline import Slice
+from tp_dialect.runtime.model.timeline import Slice
 from tp_dialect.signature import entry_function
 
 MODES: tuple[str, ...] = ("sequential", "phase", "relay", "dataflow")
@@ -169,25 +170,6 @@ def is_host(value: SSAValue, func: FuncOp) -> bool:
     if host_argument(value, func) is not None:
         return True
     return not isinstance(value, BlockArgument) and is_constant(value.owner)  # type: ignore[arg-type]
-
-
-def placed_sections(func: FuncOp) -> Iterator[tuple[SectionOp, tuple[int, ...]]]:
-    """Every section of ``func`` with the chips that run it: a top-level section on its
-    chips (an all-reduce the seed folds on chip 0 only, a fold maxloc too; a host store on
-    none), a section of chip c's program on chip c."""
-    for op in func.body.block.ops:
-        if isinstance(op, SectionOp):
-            coll = collective(op)
-            if isinstance(coll, UnshardOp):
-                yield op, ()
-            elif isinstance(coll, Collective) and not coll.lands_on_every_chip:
-                yield op, (0,)
-            else:
-                yield op, op.chip_list
-        elif isinstance(op, ChipProgramOp):
-            for inner in op.body.block.ops:
-                if isinstance(inner, SectionOp):
-                    yield inner, (op.chip_index,)
 
 
 def placed_in(runs: Runs, func: FuncOp) -> list[tuple[SectionOp, tuple[int, ...]]]:

@@ -29,9 +29,9 @@ from xdsl.ir import SSAValue
 from tp_dialect.analysis.calls.chip_runs import ProgramLink, program_links, program_ops
 from tp_dialect.analysis.calls.flat_runs import Frame, Ref, Runs
 from tp_dialect.analysis.schedule.programs import index_programs
-from tp_dialect.analysis.schedule.touch import captured
 from tp_dialect.analysis.timing.cost import nbytes
 from tp_dialect.analysis.timing.wires import Link, Links, route
+from tp_dialect.analysis.touch import captured
 from tp_dialect.machine import Machine
 from tp_dialect.names import without_layer
 from tp_dialect.ops import SectionOp
@@ -43,7 +43,7 @@ from tp_dialect.runtime.model.core import (
 )
 from tp_dialect.runtime.model.memory import MemEvent, program_streams
 from tp_dialect.runtime.model.report import ModelReport
-from tp_dialect.runtime.timeline import Flow, Slice, Timeline
+from tp_dialect.runtime.model.timeline import Flow, Slice, Timeline
 from tp_dialect.signature import entry_function
 
 

@@ -30,8 +30,8 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from tp_dialect.analysis.calls.chip_runs import chip_function
 from tp_dialect.analysis.calls.flat_runs import Frame, HeldKey, Ref, Runs
-from tp_dialect.analysis.schedule.touch import captured, reads_where, write_chips
 from tp_dialect.analysis.timing.cost import nbytes
+from tp_dialect.analysis.touch import captured, reads_where, write_chips
 from tp_dialect.analysis.values import origin
 from tp_dialect.machine import Machine
 from tp_dialect.ops import SectionOp, ShardOp, TransferOp

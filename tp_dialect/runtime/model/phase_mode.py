@@ -42,14 +42,14 @@ from xdsl.ir import Operation
 
 from tp_dialect.analysis.calls.flat_runs import CallError, Frame, Runs
 from tp_dialect.analysis.schedule.phases import phase_of
-from tp_dialect.analysis.schedule.touch import SectionTouch, touch
 from tp_dialect.analysis.timing.cost import nbytes, op_cost
+from tp_dialect.analysis.touch import SectionTouch, touch
 from tp_dialect.machine import Machine
 from tp_dialect.ops import SectionOp, TransferOp
 from tp_dialect.runtime.model.core import ModelError, chips_of, section_time
 from tp_dialect.runtime.model.memory import MemEvent, sectioned_streams
 from tp_dialect.runtime.model.report import ModelReport
-from tp_dialect.runtime.timeline import Flow, Slice, Timeline
+from tp_dialect.runtime.model.timeline import Flow, Slice, Timeline
 from tp_dialect.signature import entry_function
 
 Statement = tuple[Frame, Operation]

@@ -17,8 +17,8 @@ from xdsl.dialects.builtin import ModuleOp
 
 from tp_dialect.analysis.calls.chip_runs import ProgramLink, program_links, program_ops
 from tp_dialect.analysis.calls.flat_runs import Frame, Runs
+from tp_dialect.analysis.rounds import Copy
 from tp_dialect.analysis.schedule.programs import check_programs, relay_steps
-from tp_dialect.analysis.schedule.rounds import Copy
 from tp_dialect.analysis.timing.cost import nbytes
 from tp_dialect.machine import Machine
 from tp_dialect.ops import SectionOp
@@ -30,7 +30,7 @@ from tp_dialect.runtime.model.core import (
 )
 from tp_dialect.runtime.model.memory import MemEvent, program_streams
 from tp_dialect.runtime.model.report import ModelReport
-from tp_dialect.runtime.timeline import Flow, Slice, Timeline
+from tp_dialect.runtime.model.timeline import Flow, Slice, Timeline
 from tp_dialect.signature import entry_function
 
 Segment = list[tuple[SectionOp, Frame]]

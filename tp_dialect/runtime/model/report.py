@@ -22,7 +22,7 @@ from tp_dialect.machine import Machine
 from tp_dialect.names import layer_of
 from tp_dialect.runtime.model.bounds import ComputeBound, PhysicalBound, StepBound
 from tp_dialect.runtime.model.core import layer_rank
-from tp_dialect.runtime.timeline import Slice, Timeline
+from tp_dialect.runtime.model.timeline import Slice, Timeline
 
 COMPUTE_KINDS = frozenset({"compute"})
 COMMUNICATION_KINDS = frozenset({"transfer", "copy", "collective"})
