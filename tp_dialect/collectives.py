@@ -19,10 +19,10 @@ cost model (`tp_dialect.analysis.timing.cost`) times their exchanges on a machin
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, Self
 
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import SpacedOpaqueSyntaxAttribute
@@ -183,58 +183,62 @@ AllReduceAlgorithm = StrEnum("AllReduceAlgorithm", [(n.upper(), n) for n in ALLR
 MaxLocAlgorithm = StrEnum("MaxLocAlgorithm", [(n.upper(), n) for n in MAXLOC])
 
 
-def _parse_name(parser: AttrParser, op_name: str, names: dict[str, object]) -> str:
-    """A quoted algorithm name, refused where it stands if ``names`` does not hold it."""
-    start = parser.pos
-    name = parser.parse_str_literal()
-    if name not in names:
-        parser.raise_error(
-            f"'{op_name}' algorithm \"{name}\" is not one of {', '.join(names)}",
-            start,
-            parser.pos,
-        )
-    return name
+class _AlgorithmName:
+    """What both algorithm attributes share: printed and parsed as a quoted name, one of
+    ``names`` (the registry), refused by name as ``op_name``'s algorithm."""
+
+    names: ClassVar[Mapping[str, object]]
+    op_name: ClassVar[str]
+    kind: ClassVar[str]
+    enum_type: ClassVar[type[StrEnum]]
+    data: StrEnum
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string_literal(self.data.value)
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> StrEnum:
+        start = parser.pos
+        name = parser.parse_str_literal()
+        if name not in cls.names:
+            parser.raise_error(
+                f"'{cls.op_name}' algorithm \"{name}\" is not one of {', '.join(cls.names)}",
+                start,
+                parser.pos,
+            )
+        return cls.enum_type(name)
+
+    @classmethod
+    def named(cls, name: str) -> Self:
+        """The attribute for ``name`` (a KeyError naming the algorithms if none is)."""
+        if name not in cls.names:
+            raise KeyError(f"no {cls.kind} algorithm '{name}': one of {', '.join(cls.names)}")
+        return cls(cls.enum_type(name))  # type: ignore[call-arg]
 
 
 @irdl_attr_definition
-class AllReduceAlgorithmAttr(EnumAttribute[AllReduceAlgorithm], SpacedOpaqueSyntaxAttribute):  # type: ignore[valid-type]
+class AllReduceAlgorithmAttr(
+    _AlgorithmName,
+    EnumAttribute[AllReduceAlgorithm],
+    SpacedOpaqueSyntaxAttribute,  # type: ignore[valid-type]
+):
     """How a ``tp.allreduce`` forms its sum: a name in `ALLREDUCE`, written quoted."""
 
     name = "tp.allreduce_algorithm"
-
-    def print_parameter(self, printer: Printer) -> None:
-        printer.print_string_literal(self.data.value)
-
-    @classmethod
-    def parse_parameter(cls, parser: AttrParser) -> AllReduceAlgorithm:  # type: ignore[valid-type]
-        name = _parse_name(parser, "tp.allreduce", ALLREDUCE)
-        return AllReduceAlgorithm(name)  # type: ignore[valid-type]
-
-    @staticmethod
-    def named(name: str) -> AllReduceAlgorithmAttr:
-        """The attribute for ``name`` (a KeyError naming the algorithms if none is)."""
-        if name not in ALLREDUCE:
-            raise KeyError(f"no all-reduce algorithm '{name}': one of {', '.join(ALLREDUCE)}")
-        return AllReduceAlgorithmAttr(AllReduceAlgorithm(name))
+    names = ALLREDUCE
+    op_name = "tp.allreduce"
+    kind = "all-reduce"
 
 
 @irdl_attr_definition
-class MaxLocAlgorithmAttr(EnumAttribute[MaxLocAlgorithm], SpacedOpaqueSyntaxAttribute):  # type: ignore[valid-type]
+class MaxLocAlgorithmAttr(
+    _AlgorithmName,
+    EnumAttribute[MaxLocAlgorithm],
+    SpacedOpaqueSyntaxAttribute,  # type: ignore[valid-type]
+):
     """How a ``tp.maxloc`` forms its result: a name in `MAXLOC`, written quoted."""
 
     name = "tp.maxloc_algorithm"
-
-    def print_parameter(self, printer: Printer) -> None:
-        printer.print_string_literal(self.data.value)
-
-    @classmethod
-    def parse_parameter(cls, parser: AttrParser) -> MaxLocAlgorithm:  # type: ignore[valid-type]
-        name = _parse_name(parser, "tp.maxloc", MAXLOC)
-        return MaxLocAlgorithm(name)  # type: ignore[valid-type]
-
-    @staticmethod
-    def named(name: str) -> MaxLocAlgorithmAttr:
-        """The attribute for ``name`` (a KeyError naming the algorithms if none is)."""
-        if name not in MAXLOC:
-            raise KeyError(f"no maxloc algorithm '{name}': one of {', '.join(MAXLOC)}")
-        return MaxLocAlgorithmAttr(MaxLocAlgorithm(name))
+    names = MAXLOC
+    op_name = "tp.maxloc"
+    kind = "maxloc"

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, replace
 from xdsl.ir import Attribute
 
 from tp_dialect.analysis.split.plan import PlanError, TpPlan, parse_plan, shipped_plan_text
+from tp_dialect.frontend import norms
 from tp_dialect.frontend.blocks import (
     OUT_IN,
     DecodeFunction,
@@ -320,121 +321,19 @@ class _Writer:
 
     # -- shared pieces -----------------------------------------------------------------
 
+    # The pieces every family spells alike (`tp_dialect.frontend.norms`), with this config.
+
     def rope_tables(self, pos: Value) -> tuple[Value, Value]:
         """cos and sin of ``position * inv_freq`` (half width): spine, once per step."""
-        e, d = self.e, self.cfg.head_dim
-        half = d // 2
-        t = TensorT((half,))
-        inv = e.dense("inv_freq", [1.0 / (self.cfg.theta ** (2 * j / d)) for j in range(half)], t)
-        posf = e.bind("pos_f32", "f32", f"arith.sitofp {pos} : i64 to f32")
-        tables = []
-        for fn in ("cos", "sin"):
-            tables.append(
-                e.generic(
-                    f"rope_{fn}",
-                    [(inv, "j")],
-                    (t, "j"),
-                    "j",
-                    "",
-                    [
-                        f"%f = arith.mulf %inv, {posf} : f32",
-                        f"%r = math.{fn} %f : f32",
-                        "linalg.yield %r : f32",
-                    ],
-                    ["inv", "o"],
-                    doc=OpTag.ROPE,
-                )
-            )
-        return tables[0], tables[1]
+        return norms.rope_tables(self.e, pos, norms.inv_freq(self.cfg.head_dim, self.cfg.theta))
 
     def rms_norm(self, hint: str, x: Value, w: Value) -> Value:
         """x / sqrt(mean(x^2, last axis) + eps) * w, over a tensor of any rank."""
-        e = self.e
-        xt = x.type
-        assert isinstance(xt, TensorT)
-        letters = "bcdefgh"[: len(xt.shape) - 1] + "z"
-        rows = letters[:-1]
-        rows_t = TensorT(xt.shape[:-1])
-        acc = e.filled("zeros", rows_t, e.scalar("zero", 0.0))
-        ss = e.generic(
-            f"{hint}_ss",
-            [(x, letters)],
-            (acc, rows),
-            letters,
-            "z",
-            [
-                "%sq = arith.mulf %x, %x : f32",
-                "%s = arith.addf %acc, %sq : f32",
-                "linalg.yield %s : f32",
-            ],
-            ["x", "acc"],
-            doc=OpTag.RMS_NORM,
-        )
-        n = e.scalar(f"n{xt.shape[-1]}", float(xt.shape[-1]))
-        eps = e.scalar("eps", self.cfg.eps)
-        wt = w.type
-        assert isinstance(wt, TensorT)
-        ext = [] if wt.dtype == "f32" else [f"%w32 = arith.extf %w : {wt.dtype} to f32"]
-        wv = "%w" if wt.dtype == "f32" else "%w32"
-        return e.generic(
-            hint,
-            [(x, letters), (ss, rows), (w, "z")],
-            (xt, letters),
-            letters,
-            "",
-            ext
-            + [
-                f"%ms = arith.divf %ss, {n} : f32",
-                f"%v = arith.addf %ms, {eps} : f32",
-                "%r = math.rsqrt %v : f32",
-                "%y = arith.mulf %x, %r : f32",
-                f"%res = arith.mulf %y, {wv} : f32",
-                "linalg.yield %res : f32",
-            ],
-            ["x", "ss", "w", "o"],
-            doc=OpTag.RMS_NORM,
-        )
+        return norms.rms_norm(self.e, hint, x, w, self.cfg.eps)
 
     def rope(self, hint: str, x: Value, cos: Value, sin: Value) -> Value:
         """Rotate-half RoPE over the last axis of a [b, k, g, d] tensor."""
-        e = self.e
-        xt = x.type
-        assert isinstance(xt, TensorT)
-        b, k, g, d = xt.shape
-        half_t = xt.reshaped((b, k, g, d // 2))
-        halves = [
-            e.bind(
-                f"{hint}_x{i + 1}",
-                half_t,
-                f"tensor.extract_slice {x}[0, 0, 0, {i * d // 2}] [{b}, {k}, {g}, {d // 2}] "
-                f"[1, 1, 1, 1] : {xt} to {half_t}",
-            )
-            for i in range(2)
-        ]
-        outs = []
-        for i, (first, second, op) in enumerate(((0, 1, "subf"), (1, 0, "addf"))):
-            outs.append(
-                e.generic(
-                    f"{hint}_r{i + 1}",
-                    [(halves[first], "bkgj"), (halves[second], "bkgj"), (cos, "j"), (sin, "j")],
-                    (half_t, "bkgj"),
-                    "bkgj",
-                    "",
-                    [
-                        "%p = arith.mulf %x, %c : f32",
-                        "%q = arith.mulf %y, %s : f32",
-                        f"%r = arith.{op} %p, %q : f32",
-                        "linalg.yield %r : f32",
-                    ],
-                    ["x", "y", "c", "s", "o"],
-                    doc=OpTag.ROPE,
-                )
-            )
-        return e.bind(
-            hint,
-            xt,
-            f"tensor.concat dim(3) {outs[0]}, {outs[1]} : ({half_t}, {half_t}) -> {xt}",
-        )
+        return norms.rope(self.e, hint, x, cos, sin)
 
     # -- one layer ---------------------------------------------------------------------
 
