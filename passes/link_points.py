@@ -40,7 +40,7 @@ from tp_dialect.analysis.schedule.halts import ChipPlan, link_points, runs_on
 from tp_dialect.analysis.touch import captured, collective, is_constant, statements
 from tp_dialect.analysis.values import callee
 from tp_dialect.certificate import kept
-from tp_dialect.names import call_tag, in_layer
+from tp_dialect.names import LAYER_ATTR, call_tag, in_layer
 from tp_dialect.ops import BarrierOp, SectionOp
 from tp_dialect.passes.inline import inline_calls
 from tp_dialect.passes.link_calls import ChipFunctions, chip_functions
@@ -195,6 +195,8 @@ def split_programs(
             [r for r in target.function_type.outputs],
         )
         new.attributes[TAG] = StringAttr(tags[call])
+        if (layer := call.attributes.get(LAYER_ATTR)) is not None:
+            new.attributes[LAYER_ATTR] = layer  # the layer it runs, as the call stated it
         into.add_op(new)
         returned = cf.returned
         for inner, r in zip(cf.gives[c], new.results, strict=True):

@@ -18,14 +18,16 @@ import pytest
 from helpers import CTX, assert_bitwise, program, tiny, values_for
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.dialects.func import CallOp, FuncOp
 from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
 
 from tp_dialect.analysis.certify.manifest import read_manifest
+from tp_dialect.analysis.schedule.stats import pipeline_stats
 from tp_dialect.certificate import status
 from tp_dialect.frontend import gpt2, qwen3
 from tp_dialect.frontend.families import ModelConfig, generate
+from tp_dialect.names import LAYER_ATTR
 from tp_dialect.passes.universe import lowered
 from tp_dialect.runtime.reference import run_program
 from tp_dialect.signature import entry_function, ports
@@ -124,6 +126,27 @@ def test_one_private_layer_called_once_a_layer_with_its_weights() -> None:
         assert handed == [*qwen3.weight_names(cfg, i), f"past_key.{i}", f"past_value.{i}"]
     # the next layer reads this one's hidden state
     assert all(calls[i + 1].arguments[0] is calls[i].results[0] for i in range(2))
+    # each call states the layer it runs
+    assert [c.attributes[LAYER_ATTR] for c in calls] == [IntegerAttr(i, 64) for i in range(3)]
+
+
+def test_a_calls_layer_is_the_one_it_states_whatever_its_results_are_named() -> None:
+    """With every value of @decode renamed (no ``l<k>_`` left), tp-inline still names each
+    copy's values by its call's ``tp.layer``, and the per-layer figures of the lowered
+    program are the same, row for row."""
+    module = program(CONFIGS["c2"], True)
+    renamed = module.clone()
+    for i, op in enumerate(entry_function(renamed).walk()):
+        for r in op.results:
+            r.name_hint = f"v{i}_{r.index}"
+    inlined = lowered(renamed, "tp-inline")
+    names = {r.name_hint for op in inlined.walk() for r in op.results}
+    assert {"l0_q_weight_c0", "l1_q_weight_c0", "l0_o_sum", "l1_o_sum"} <= names
+    assert not any(n and n.startswith("l0_out") for n in names)  # a call's results: renamed
+    pipeline = "tp-relocate,tp-transfers,tp-phase"
+    rows = pipeline_stats(lowered(renamed, pipeline))
+    assert [r.layer for r in rows] == ["prologue", "layer 0", "layer 1"]
+    assert rows == pipeline_stats(lowered(module, pipeline))
 
 
 def test_flat_is_still_the_default() -> None:

@@ -186,7 +186,7 @@ def test_a_repeat_with_a_wrong_stride_is_refused_at_its_step() -> None:
 
 def test_two_calls_with_one_tag_send_one_buffer_twice() -> None:
     good = text(per_chip(2, True))
-    bad = good.replace('{tp.tag = "l1_"}', '{tp.tag = "l0_"}')
+    bad = good.replace('tp.tag = "l1_"', 'tp.tag = "l0_"')
     err = _refused(bad)
     assert err.message.endswith("a buffer name is sent once [duplicate-send]")
     assert "the call tagged 'l0_'" in err.message

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import re
 
+from xdsl.dialects.builtin import IntegerAttr, IntegerType
 from xdsl.ir import BlockArgument, Operation, SSAValue
+
+from tp_dialect.diagnostics import TpDiagnostic
 
 
 def value_name(value: SSAValue) -> str:
@@ -53,8 +56,27 @@ def value_hint(text: str) -> str:
     return name if name and not name[0].isdigit() else f"v{name}"
 
 
+LAYER_ATTR = "tp.layer"
+"""The layer a call runs, stated on the call (``func.call @layer(…) {tp.layer = 3 : i64}``, as
+``tp-gen --outline`` writes each layer's call): a call's identity, whatever its results are
+named."""
+
+
 def call_tag(call: Operation) -> str | None:
-    """The layer tag an inlined copy of ``call`` takes: the first `layer_tag` among its
-    results' names (``%l3_out = func.call @layer`` -> ``l3_``); None when no result
-    carries one. tp-inline and the model's runs of calls both name copies by it."""
+    """The layer tag an inlined copy of ``call`` takes: ``l{k}_`` for a call stating
+    ``tp.layer = k`` (`LAYER_ATTR`), else the first `layer_tag` among its results' names
+    (``%l3_out = func.call @layer`` -> ``l3_``, for programs written without it); None when
+    neither says. tp-inline, tp-link-points and the model's runs of calls all name a call's
+    copies by it. A ``tp.layer`` other than an integer >= 0 is refused at the call."""
+    stated = call.attributes.get(LAYER_ATTR)
+    if stated is not None:
+        if not (
+            isinstance(stated, IntegerAttr)
+            and isinstance(stated.type, IntegerType)
+            and stated.value.data >= 0
+        ):
+            raise TpDiagnostic(
+                call, f"'{call.name}' states {LAYER_ATTR} = {stated}: a layer is an integer >= 0"
+            )
+        return f"l{stated.value.data}_"
     return next((t for r in call.results if (t := layer_tag(r.name_hint or ""))), None)

@@ -19,8 +19,9 @@
 // GEN-SAME: %past_value.1: tensor<1x8x16x8xf32> {tp.name = "past_value.1", tp.role = "cache", tp.cache_axis = 2 : i64}) -> (tensor<1x64xf32> {tp.name = "hidden_states"}, tensor<1x8x16x8xf32> {tp.name = "present_key.0"}
 // GEN: %rope_sin = linalg.generic
 // GEN: %l0_out, %l0_present_key, %l0_present_value = func.call @layer(%hidden_states, %position, %rope_cos, %rope_sin, %model.layers.0.input_layernorm.weight,
-// GEN-SAME: %past_key.0, %past_value.0)
+// GEN-SAME: %past_key.0, %past_value.0) {tp.layer = 0 : i64}
 // GEN-NEXT: %l1_out, %l1_present_key, %l1_present_value = func.call @layer(%l0_out, %position, %rope_cos, %rope_sin, %model.layers.1.input_layernorm.weight,
+// GEN-SAME: %past_key.1, %past_value.1) {tp.layer = 1 : i64}
 // GEN-NEXT: func.return %l1_out, %l0_present_key, %l0_present_value, %l1_present_key, %l1_present_value
 
 // The copies take their layer's names (the call's l0_/l1_ for the callee's l_): the flat

@@ -88,3 +88,26 @@ builtin.module {
     func.return %e2, %same : tensor<4xf32>, tensor<4xf32>
   }
 }
+
+// -----
+// A call stating the layer it runs (tp.layer, as tp-gen --outline writes it): its copy's
+// names written for every layer (l_…) take that layer's tag, whatever the call's results
+// are named (what a copy returns keeps the call's result names).
+// CHECK-LABEL: func.func @decode(%x: tensor<4xf32>, %w.0: tensor<4xf32>, %w.1: tensor<4xf32>) -> tensor<4xf32> {
+// CHECK-NEXT: %l3_t = arith.mulf %x, %w.0 : tensor<4xf32>
+// CHECK-NEXT: %a = arith.addf %l3_t, %x : tensor<4xf32>
+// CHECK-NEXT: %l7_t = arith.mulf %a, %w.1 : tensor<4xf32>
+// CHECK-NEXT: %b = arith.addf %l7_t, %a : tensor<4xf32>
+// CHECK-NEXT: func.return %b : tensor<4xf32>
+builtin.module {
+  func.func @decode(%x: tensor<4xf32>, %w.0: tensor<4xf32>, %w.1: tensor<4xf32>) -> tensor<4xf32> {
+    %a = func.call @layer(%x, %w.0) {tp.layer = 3 : i64} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    %b = func.call @layer(%a, %w.1) {tp.layer = 7 : i64} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    func.return %b : tensor<4xf32>
+  }
+  func.func private @layer(%x: tensor<4xf32>, %w: tensor<4xf32>) -> tensor<4xf32> {
+    %l_t = arith.mulf %x, %w : tensor<4xf32>
+    %l_y = arith.addf %l_t, %x : tensor<4xf32>
+    func.return %l_y : tensor<4xf32>
+  }
+}

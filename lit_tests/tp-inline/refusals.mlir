@@ -31,3 +31,27 @@ builtin.module {
     func.return %y : f32
   }
 }
+
+// -----
+// CHECK-LABEL: error: 'func.call' states tp.layer = "first": a layer is an integer >= 0
+builtin.module {
+  func.func private @layer(%a: f32) -> f32 {
+    func.return %a : f32
+  }
+  func.func @decode(%x: f32) -> f32 {
+    %y = func.call @layer(%x) {tp.layer = "first"} : (f32) -> f32
+    func.return %y : f32
+  }
+}
+
+// -----
+// CHECK-LABEL: error: 'func.call' states tp.layer = -1 : i64: a layer is an integer >= 0
+builtin.module {
+  func.func private @layer(%a: f32) -> f32 {
+    func.return %a : f32
+  }
+  func.func @decode(%x: f32) -> f32 {
+    %y = func.call @layer(%x) {tp.layer = -1 : i64} : (f32) -> f32
+    func.return %y : f32
+  }
+}

@@ -184,7 +184,9 @@ class _Writer:
                 x, k, v = self.layer(f"l{layer}", x, pos, w, past_k, past_v)
             else:
                 hints = [f"l{layer}_{n}" for n in ("out", "present_key", "present_value")]
-                x, k, v = call_layer(e, layer_fn, [x, pos, *w.values(), past_k, past_v], hints)
+                x, k, v = call_layer(
+                    e, layer_fn, [x, pos, *w.values(), past_k, past_v], hints, layer
+                )
             self.fn.results += [(k, f"present_key.{layer}"), (v, f"present_value.{layer}")]
         self.fn.results.insert(0, (x, "hidden_states"))
         how = "" if layer_fn is None else ", outlined (@decode calls @layer once a layer)"

@@ -199,7 +199,7 @@ class _Writer:
             past_k = fn.arg(f"past_key.{i}", self.cache_t)
             past_v = fn.arg(f"past_value.{i}", self.cache_t)
             hints = [f"l{i}_{n}" for n in ("out", "present_key", "present_value")]
-            x, k, v = call_layer(e, layer_fn, [x, pos, *w, past_k, past_v], hints)
+            x, k, v = call_layer(e, layer_fn, [x, pos, *w, past_k, past_v], hints, i)
             presents += [(k, f"present_key.{i}"), (v, f"present_value.{i}")]
         last = last_row(e, "last", x)
         normed = layer_norm(

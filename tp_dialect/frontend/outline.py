@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tp_dialect.frontend.emitter import Emitter, TensorT, Value
+from tp_dialect.names import LAYER_ATTR
 
 LAYER = "layer"  # the outlined layer's symbol
 
@@ -51,9 +52,10 @@ class LayerFunction:
 
 
 def call_layer(
-    e: Emitter, layer: LayerFunction, operands: Sequence[Value], hints: Sequence[str]
+    e: Emitter, layer: LayerFunction, operands: Sequence[Value], hints: Sequence[str], index: int
 ) -> list[Value]:
-    """``func.call @layer(operands)`` in ``e``'s function, its results named ``hints``."""
+    """``func.call @layer(operands) {tp.layer = index}`` in ``e``'s function, its results
+    named ``hints``: the call states which layer it runs (`tp_dialect.names.LAYER_ATTR`)."""
     if len(operands) != len(layer.args) or len(hints) != len(layer.results):
         raise ValueError("a call to @layer must match its signature")
     results = [Value(e.fresh(h), r.type) for h, r in zip(hints, layer.results, strict=True)]
@@ -61,6 +63,6 @@ def call_layer(
     outs = ", ".join(str(r.type) for r in results)
     e.line(
         f"{', '.join(map(str, results))} = func.call @{LAYER}({', '.join(map(str, operands))}) "
-        f": ({ins}) -> ({outs})"
+        f"{{{LAYER_ATTR} = {index} : i64}} : ({ins}) -> ({outs})"
     )
     return results

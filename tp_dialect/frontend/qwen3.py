@@ -269,7 +269,7 @@ class _Writer:
             else:
                 operands = [x, pos, *rope, *w.values(), past_k, past_v]
                 hints = [f"l{layer}_{n}" for n in ("out", "present_key", "present_value")]
-                x, k, v = call_layer(e, layer_fn, operands, hints)
+                x, k, v = call_layer(e, layer_fn, operands, hints, layer)
             self.results += [(k, f"present_key.{layer}"), (v, f"present_value.{layer}")]
         self.results.insert(0, (x, "hidden_states"))
         how = "" if layer_fn is None else ", outlined (@decode calls @layer once a layer)"
