@@ -22,7 +22,14 @@ from xdsl.utils.exceptions import ParseError
 
 from tp_dialect.analysis.timing.cost import allreduce_time, lowered_link_time, maxloc_time
 from tp_dialect.attrs import on_chip
-from tp_dialect.collectives import ALLREDUCE, MAXLOC, by_preference, stands_for
+from tp_dialect.collectives import (
+    ALL_GATHER,
+    ALLREDUCE,
+    MAXLOC,
+    REDUCE_SCATTER,
+    by_preference,
+    stands_for,
+)
 from tp_dialect.machine import machine_from
 from tp_dialect.ops import AllReduceOp, MaxLocOp
 from tp_dialect.passes import TP_PASSES
@@ -207,3 +214,17 @@ def test_python_built_passes_check_their_options() -> None:
         with pytest.raises(TpDiagnostic) as err:
             built.apply(tp_context(), ModuleOp([]))
         assert str(err.value).startswith(message), err.value
+
+
+@pytest.mark.parametrize("n", range(2, 9))
+def test_split_all_reduces_are_a_reduce_scatter_then_an_all_gather(n: int) -> None:
+    """twoshot is the direct reduce-scatter then the direct all-gather, ring the ring's N-1
+    steps then the same all-gather; by hand: the direct one sends every ordered pair of chips
+    1/N of the tensor, once; a ring step every chip to the next."""
+    pairs = tuple((a, b, n) for a in range(n) for b in range(n) if a != b)
+    ring_step = tuple((c, (c + 1) % n, n) for c in range(n))
+    assert REDUCE_SCATTER["direct"].exchanges(n) == ((1, pairs),)
+    assert REDUCE_SCATTER["ring"].exchanges(n) == ((n - 1, ring_step),)
+    assert ALL_GATHER["direct"].exchanges(n) == ((1, pairs),)
+    assert ALLREDUCE["twoshot"].exchanges(n) == ((1, pairs), (1, pairs))
+    assert ALLREDUCE["ring"].exchanges(n) == ((n - 1, ring_step), (1, pairs))

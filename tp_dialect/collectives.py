@@ -9,6 +9,11 @@ maxloc algorithm an ``allreduce=`` choice stands for. Adding an algorithm is add
 the ops' enum attributes (`AllReduceAlgorithmAttr`, `MaxLocAlgorithmAttr`), their verifiers,
 tp-choose-collectives' options and the cost model are all read from the registry.
 
+A split all-reduce is a reduce-scatter then an all-gather: `REDUCE_SCATTER` and `ALL_GATHER`
+hold the ways each moves its 1/N slices, and ``twoshot`` and ``ring`` are composed of them
+(`composed`). They are data movements of the registry only: no op yet stands for a
+reduce-scatter or an all-gather of its own.
+
 An algorithm is stored on its op as an xDSL enum attribute (as xDSL's ``shard`` dialect stores
 a reduction kind), printed as it always was: ``tp.allreduce %a, %b algorithm "ring" : …``; a
 name the registry does not hold is refused where it is parsed, naming the ones it holds.
@@ -54,17 +59,37 @@ def _oneshot_exchanges(n: int) -> Exchanges:
     return ((1, tuple((a, b, 1) for a, b in _pairs(n))),)
 
 
-def _twoshot_exchanges(n: int) -> Exchanges:
-    """Every chip's k-th 1/N slice to chip k (reduce-scatter), then chip k's summed slice to
-    every other chip (all-gather): the same moves twice."""
-    return ((2, tuple((a, b, n) for a, b in _pairs(n))),)
+@dataclass(frozen=True)
+class ExchangeEntry:
+    """One way to move a reduce-scatter's or an all-gather's data: its messages over N chips,
+    each 1/N of the tensor. An all-reduce that splits its tensor is one of each in a row."""
+
+    name: str
+    exchanges: Callable[[int], Exchanges]
 
 
-def _ring_exchanges(n: int) -> Exchanges:
-    """N-1 reduce-scatter steps (every chip sends the sum so far of one 1/N slice to the next
-    chip), then the two-shot's all-gather (each reduced slice straight to every other chip)."""
-    step = tuple((c, (c + 1) % n, n) for c in range(n))
-    return ((n - 1, step), (1, tuple((a, b, n) for a, b in _pairs(n))))
+def _direct(n: int) -> Exchanges:
+    """Every chip's k-th 1/N slice straight to chip k, all at once (every ordered pair)."""
+    return ((1, tuple((a, b, n) for a, b in _pairs(n))),)
+
+
+def _ring_steps(n: int) -> Exchanges:
+    """N-1 steps, every chip sending the sum so far of one 1/N slice to the next chip."""
+    return ((n - 1, tuple((c, (c + 1) % n, n) for c in range(n))),)
+
+
+REDUCE_SCATTER: dict[str, ExchangeEntry] = {
+    e.name: e for e in (ExchangeEntry("direct", _direct), ExchangeEntry("ring", _ring_steps))
+}
+"""Reduce-scatters: chip k ends with the sum of every chip's k-th 1/N slice."""
+
+ALL_GATHER: dict[str, ExchangeEntry] = {e.name: e for e in (ExchangeEntry("direct", _direct),)}
+"""All-gathers: every chip ends with every chip's 1/N slice (each sent straight to the others)."""
+
+
+def composed(*parts: ExchangeEntry) -> Callable[[int], Exchanges]:
+    """The exchanges of ``parts`` one after another."""
+    return lambda n: tuple(x for part in parts for x in part.exchanges(n))
 
 
 def _ring_inside(nbytes: float, n: int, latency: float, bandwidth: float) -> float:
@@ -121,7 +146,7 @@ ALLREDUCE: dict[str, AllReduceEntry] = {
         AllReduceEntry(
             "ring",
             True,
-            _ring_exchanges,
+            composed(REDUCE_SCATTER["ring"], ALL_GATHER["direct"]),
             maxloc="fold",
             preference=3,
             split=True,
@@ -131,7 +156,12 @@ ALLREDUCE: dict[str, AllReduceEntry] = {
         ),
         AllReduceEntry("oneshot", True, _oneshot_exchanges, maxloc="oneshot", preference=1),
         AllReduceEntry(
-            "twoshot", True, _twoshot_exchanges, maxloc="oneshot", preference=2, split=True
+            "twoshot",
+            True,
+            composed(REDUCE_SCATTER["direct"], ALL_GATHER["direct"]),
+            maxloc="oneshot",
+            preference=2,
+            split=True,
         ),
     )
 }
