@@ -41,7 +41,6 @@ from tp_dialect.frontend.emitter import TensorT, Value
 from tp_dialect.frontend.family import Family
 from tp_dialect.frontend.outline import LayerFunction, call_layer
 from tp_dialect.frontend.split import split_text
-from tp_dialect.op_tags import OpTag
 
 PRESETS: dict[str, dict[str, int | float]] = {
     # Small enough for property tests; GQA (2 query heads per KV head) and 8 KV heads,
@@ -390,23 +389,6 @@ class _Writer:
         else:
             g = linear(e, f"{t}_gate", xn2, w["mlp.gate_proj.weight"], TensorT((b, cols)), OUT_IN)
             u = linear(e, f"{t}_up", xn2, w["mlp.up_proj.weight"], TensorT((b, cols)), OUT_IN)
-        one = e.scalar("one", 1.0)
-        act = e.generic(
-            f"{t}_act",
-            [(g, "bj"), (u, "bj")],
-            (g.type, "bj"),
-            "bj",
-            "",  # type: ignore[arg-type]
-            [
-                "%ng = arith.negf %g : f32",
-                "%ex = math.exp %ng : f32",
-                f"%den = arith.addf {one}, %ex : f32",
-                "%silu = arith.divf %g, %den : f32",
-                "%y = arith.mulf %silu, %u : f32",
-                "linalg.yield %y : f32",
-            ],
-            ["g", "u", "o"],
-            doc=OpTag.SILU,
-        )
+        act = norms.silu_mul(e, f"{t}_act", g, u)
         down = linear(e, f"{t}_down", act, w["mlp.down_proj.weight"], TensorT((b, h)), OUT_IN)
         return residual(e, f"{t}_out", x, down), present_k, present_v
