@@ -4,6 +4,7 @@ valid: the digest counts an algorithm by its name, as when it was a string."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from helpers import CTX
 from xdsl.parser import Parser
@@ -28,3 +29,20 @@ def test_the_algorithm_still_counts() -> None:
     assert status(module) == "stale"
     reduce.properties["algorithm"] = AllReduceAlgorithmAttr.named("ring")
     assert status(module) == "valid"
+
+
+def test_the_digest_is_the_same_whatever_the_kept_texts_hold(monkeypatch: Any) -> None:
+    """The attribute texts kept across digests are a cache only: with room for 3 texts (so
+    it is emptied over and over) or none kept at all, every program digests the same."""
+    from helpers import program, tiny
+
+    import tp_dialect.certificate as certificate
+
+    modules = [program(tiny(chips=n, layers=1)) for n in (1, 2, 4)]
+    want = [certificate.digest(m) for m in modules]
+    monkeypatch.setattr(certificate, "_TEXTS_KEPT", 3)
+    assert [certificate.digest(m) for m in modules] == want
+    monkeypatch.setattr(certificate, "_TEXT_KEPT", 0)
+    certificate._TEXTS.clear()
+    assert [certificate.digest(m) for m in reversed(modules)] == want[::-1]
+    assert not certificate._TEXTS

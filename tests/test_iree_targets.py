@@ -5,6 +5,7 @@ is compiled; and the cache survives every way an entry or its directory can be b
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -326,3 +327,15 @@ def test_a_process_using_no_cpu_is_killed_as_stalled_and_a_busy_one_is_not() -> 
     assert done.stdout.strip() == b"300000"
     late = _run_watched([sys.executable, "-c", busy], b"", seconds=1, stall=50)
     assert late is None
+
+
+def test_a_process_whose_cpu_time_cannot_be_read_has_none() -> None:
+    """Where /proc cannot say (no such process, or no /proc), the watch keeps only the wall
+    bound: `_cpu_ticks` answers None."""
+    from tp_dialect.runtime.iree_exec import _cpu_ticks
+
+    assert _cpu_ticks(2**22 + 7) is None  # above Linux's pid_max: never a process
+    if Path("/proc/self/stat").exists():  # where /proc says it, this busy process has used CPU
+        sum(range(10**6))
+        ticks = _cpu_ticks(os.getpid())
+        assert isinstance(ticks, int) and ticks > 0

@@ -25,6 +25,7 @@ from xdsl.transforms.common_subexpression_elimination import CommonSubexpression
 from tp_dialect.analysis.certify.manifest import read_manifest
 from tp_dialect.analysis.schedule.stats import pipeline_stats
 from tp_dialect.certificate import status
+from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.frontend import gpt2, qwen3
 from tp_dialect.frontend.families import ModelConfig, generate
 from tp_dialect.names import LAYER_ATTR
@@ -217,3 +218,15 @@ def test_flat_and_outlined_agree(
     flat, outlined = program(cfg, False), program(cfg, True)
     values = values_for(flat, position)
     assert_bitwise(run_program(flat, values), run_program(outlined, values))
+
+
+@pytest.mark.parametrize("stated", ['"first"', "-1 : i64", "2.0 : f32"])
+def test_a_call_stating_a_bad_layer_is_refused_at_the_call(stated: str) -> None:
+    text = generate(tiny(chips=2, layers=1), outline=True).replace(
+        "{tp.layer = 0 : i64}", f"{{tp.layer = {stated}}}"
+    )
+    module, _ = parse_module(CTX, text, "<bad layer>")
+    with pytest.raises(TpDiagnostic) as err:
+        lowered(module, "tp-inline")
+    assert err.value.message.endswith(": a layer is an integer >= 0")
+    assert isinstance(err.value.op, CallOp)
