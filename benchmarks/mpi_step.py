@@ -40,6 +40,7 @@ from safetensors.numpy import save_file
 from xdsl.dialects.builtin import ModuleOp
 
 from benchmarks.numpy_qwen3 import baseline_step
+from tp_dialect.analysis.schedule.programs import placed_sections
 from tp_dialect.analysis.timing.cost import first_touch_time, op_cost
 from tp_dialect.frontend.qwen3 import Qwen3Config, generate
 from tp_dialect.machine import Machine, machine_from
@@ -52,7 +53,6 @@ from tp_dialect.runtime.checkpoint import (
     random_weights,
 )
 from tp_dialect.runtime.model import model
-from tp_dialect.runtime.model.core import placed_sections
 from tp_dialect.runtime.reference import run_program
 from tp_dialect.signature import entry_function
 from tp_dialect.tools.common import at_least

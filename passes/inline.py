@@ -11,8 +11,9 @@ one `RewritePattern` on ``func.call`` over the rewriter's ``inline_block`` and `
 A call to a declaration (no body) is left as it is; a callee of several blocks is refused,
 as is recursion, which inlining would never finish.
 
-Names: where the call's results carry a layer tag (``%l3_out = func.call @layer``, as
-``tp-gen --outline`` writes), the copy's values and section labels written once for every
+Names: where the call states its layer (``func.call @layer(…) {tp.layer = 3 : i64}``, as
+``tp-gen --outline`` writes; else a layer tag its results carry, ``%l3_out``:
+`tp_dialect.names.call_tag`), the copy's values and section labels written once for every
 layer (``l_…``) take that tag (``l3_…``): the flat program's names, and the layer
 `tp_dialect.names.layer_of` attributes its statements to. A phased program (tp-phase ran on
 the callee and the callers) stays phased: the function's phases are renumbered in program

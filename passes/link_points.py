@@ -261,8 +261,9 @@ def split_programs(
 
 
 def _tags(sections: list[SectionOp | CallOp]) -> dict[CallOp, str]:
-    """Each lowered call's tag: its layer tag (``%l3_out = func.call`` -> ``l3_``), else
-    ``call<k>_`` by its place among the calls; unique either way."""
+    """Each lowered call's tag: its layer's (`call_tag`: ``tp.layer = 3`` -> ``l3_``), else
+    ``call<k>_`` by its place among the calls (also for a second call stating a layer
+    already tagged); unique either way."""
     tags: dict[CallOp, str] = {}
     used: set[str] = set()
     for k, s in enumerate(x for x in sections if isinstance(x, CallOp)):

@@ -46,3 +46,22 @@ def test_the_digest_is_the_same_whatever_the_kept_texts_hold(monkeypatch: Any) -
     certificate._TEXTS.clear()
     assert [certificate.digest(m) for m in reversed(modules)] == want[::-1]
     assert not certificate._TEXTS
+
+
+def test_a_digest_does_not_depend_on_what_was_digested_before() -> None:
+    """Two dictionaries equal but written in other orders print apart: a module's digest is
+    the same whether or not the other was digested first in this process."""
+    import tp_dialect.certificate as certificate
+
+    def module(order: str) -> Any:
+        text = (
+            "builtin.module {\n  func.func @f(%x: f32) -> f32 attributes "
+            f"{{tp.info = {{{order}}}}} {{\n    func.return %x : f32\n  }}\n}}"
+        )
+        return Parser(CTX, text).parse_module()
+
+    certificate._TEXTS.clear()
+    alone = certificate.digest(module("b = 2, a = 1"))
+    certificate._TEXTS.clear()
+    certificate.digest(module("a = 1, b = 2"))
+    assert certificate.digest(module("b = 2, a = 1")) == alone

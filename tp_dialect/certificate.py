@@ -11,9 +11,17 @@ from __future__ import annotations
 
 import hashlib
 
-from xdsl.dialects.builtin import DictionaryAttr, ModuleOp, StringAttr
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.dialects.builtin import (
+    DictionaryAttr,
+    IntegerType,
+    ModuleOp,
+    NoneAttr,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Attribute, Operation, ParametrizedAttribute, SSAValue
 
+from tp_dialect.attrs import ChipAttr
 from tp_dialect.collectives import AllReduceAlgorithmAttr, MaxLocAlgorithmAttr
 
 CERTIFICATE_ATTR = "tp.certificate"
@@ -23,6 +31,22 @@ OBLIGATION = "shard-obligation"
 _TEXTS: dict[Attribute, str] = {}
 _TEXTS_KEPT = 20_000  # entries
 _TEXT_KEPT = 200  # characters: a long constant's text is not kept
+
+
+def _shared(attr: Attribute) -> bool:
+    """Whether ``attr``'s text may be kept across digests: a string, a type without
+    parameters (``f32``, ``index``), an integer type, or a tensor type of those with no
+    encoding or a chip's, which print alike whenever they are equal (a dictionary equal to
+    another may list its entries in another order)."""
+    if isinstance(attr, StringAttr | IntegerType) or (
+        isinstance(attr, ParametrizedAttribute) and not attr.parameters
+    ):
+        return True
+    return (
+        isinstance(attr, TensorType)
+        and isinstance(attr.encoding, NoneAttr | ChipAttr)
+        and _shared(attr.element_type)
+    )
 
 
 def digest(module: ModuleOp) -> str:
@@ -38,23 +62,24 @@ def digest(module: ModuleOp) -> str:
             for block in region.blocks:
                 ids.update((a, len(ids) + i) for i, a in enumerate(block.args))
         ids.update((r, len(ids) + i) for i, r in enumerate(op.results))
-    # Attributes are immutable: each equal value printed once (`_TEXTS` keeps them across
-    # digests: a pipeline digests each stage twice). Looked up by identity first, since
-    # hashing a type hashes all its parameters, and the module holds every attribute it
-    # names alive (no id reused) while this runs.
+    # Attributes are immutable: each equal value printed once, looked up by identity first
+    # (hashing a type hashes all its parameters; the module holds every attribute it names
+    # alive while this runs, so no id is reused). Types and strings (`_shared`) are kept by
+    # value across digests too (`_TEXTS`: a pipeline digests each stage twice).
     if len(_TEXTS) >= _TEXTS_KEPT:  # bounded: a long-lived process sees many programs
         _TEXTS.clear()
-    texts = _TEXTS
+    local: dict[Attribute, str] = {}
     seen: dict[int, str] = {}
 
     def text(attr: Attribute) -> str:
         if (t := seen.get(id(attr))) is None:
+            texts = _TEXTS if _shared(attr) else local
             if (t := texts.get(attr)) is None:
                 # An algorithm counts by its name, as when it was a string: certificates
                 # written before it became an enum attribute stay valid.
                 named = isinstance(attr, AllReduceAlgorithmAttr | MaxLocAlgorithmAttr)
                 t = str(StringAttr(attr.data.value)) if named else str(attr)
-                if len(t) <= _TEXT_KEPT:
+                if texts is local or len(t) <= _TEXT_KEPT:
                     texts[attr] = t
             seen[id(attr)] = t
         return t

@@ -81,7 +81,8 @@ def _ring_steps(n: int) -> Exchanges:
 REDUCE_SCATTER: dict[str, ExchangeEntry] = {
     e.name: e for e in (ExchangeEntry("direct", _direct), ExchangeEntry("ring", _ring_steps))
 }
-"""Reduce-scatters: chip k ends with the sum of every chip's k-th 1/N slice."""
+"""Reduce-scatters: each chip ends with the sum of one 1/N slice over every chip (direct: chip
+k of the k-th slice), every slice summed on one chip."""
 
 ALL_GATHER: dict[str, ExchangeEntry] = {e.name: e for e in (ExchangeEntry("direct", _direct),)}
 """All-gathers: every chip ends with every chip's 1/N slice (each sent straight to the others)."""

@@ -232,7 +232,10 @@ def _compile(text: str, backend: str, flags: list[str]) -> bytes:
         if done.returncode != 0:
             raise binaries.CompilerToolError(done)
         return done.stdout
-    raise TimeoutError(f"IREE's compiler did not finish in {seconds:.0f} s, twice")
+    raise TimeoutError(
+        f"IREE's compiler was killed twice (no CPU for {STALL_SECONDS:.0f} s, or still running "
+        f"after {seconds:.0f} s)"
+    )
 
 
 def _run_watched(
@@ -240,28 +243,34 @@ def _run_watched(
 ) -> subprocess.CompletedProcess[bytes] | None:
     """``command`` run on ``data``, its output captured; None when it was killed: still
     running after ``seconds``, or ``stall`` seconds without CPU time (where /proc says it:
-    a stuck compiler then costs half a minute, not the whole bound)."""
-    proc = subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    start = time.monotonic()
-    busy, busy_at = _cpu_ticks(proc.pid), start
-    pending: bytes | None = data
-    while True:
-        try:
-            # communicate keeps what it has not written yet across timeouts
-            out, err = proc.communicate(pending, timeout=1.0)
-            return subprocess.CompletedProcess(command, proc.returncode, out, err)
-        except subprocess.TimeoutExpired:
-            pending = None
-        now = time.monotonic()
-        ticks = _cpu_ticks(proc.pid)
-        if ticks != busy:
-            busy, busy_at = ticks, now
-        if now - start > seconds or (ticks is not None and now - busy_at > stall):
-            proc.kill()
-            proc.communicate()
-            return None
+    a stuck compiler then costs half a minute, not the whole bound). The input is a file the
+    command reads at its own pace (a pipe would have to be fed between the waits)."""
+    with tempfile.TemporaryFile() as source:
+        source.write(data)
+        source.seek(0)
+        with subprocess.Popen(
+            command, stdin=source, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        ) as proc:
+            try:
+                start = time.monotonic()
+                busy, busy_at = _cpu_ticks(proc.pid), start
+                while True:
+                    try:
+                        out, err = proc.communicate(timeout=1.0)
+                        return subprocess.CompletedProcess(command, proc.returncode, out, err)
+                    except subprocess.TimeoutExpired:
+                        pass
+                    now = time.monotonic()
+                    ticks = _cpu_ticks(proc.pid)
+                    if ticks != busy:
+                        busy, busy_at = ticks, now
+                    if now - start > seconds or (ticks is not None and now - busy_at > stall):
+                        proc.kill()
+                        proc.communicate()
+                        return None
+            except BaseException:  # an interrupt: the compiler goes too
+                proc.kill()
+                raise
 
 
 def _cpu_ticks(pid: int) -> int | None:

@@ -14,10 +14,10 @@ makes of the module (and, at the per-chip stage, of the flat per-chip programs):
 - `Runs.storage`, `Runs.origin`: `touch.storage` and `values.origin` followed across frames
   the same way, so buffers, host data and liveness are keyed per copy.
 - names: a frame's labels and value names are the inlined copy's — a name written once for
-  every layer (``l_…``) takes its call's layer tag by tp-inline's rule (`call_tag`: the first
-  `layer_tag` among the call's result names; `in_layer`), innermost call first (callees are
-  inlined before their callers); a value the callee returns from one of its statements takes
-  the call's result name.
+  every layer (``l_…``) takes its call's layer tag by tp-inline's rule (`call_tag`: the
+  call's ``tp.layer``, else the first `layer_tag` among its result names; `in_layer`),
+  innermost call first (callees are inlined before their callers); a value the callee
+  returns from one of its statements takes the call's result name.
 - order: `Runs.walk` lists a frame's statements in program order with each lowered call's
   callee run in its place, the inlined program's statement order; `Runs.phases` a phased
   program's phases with each call's phase replaced by its callee's phases, in order, the
