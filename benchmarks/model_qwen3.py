@@ -2,19 +2,31 @@
 sn40l chips: the seed's fold and a ring all-reduce in phase mode, ``auto`` all-reduces
 (tp-relocate picks per all-reduce by the machine model) in phase and dataflow mode, against
 the physical bound; the ratio to it, the speedup over one chip, the modelling time per layer,
-and where the dataflow step's time goes (its critical path). ``--dry-run`` semantics: shapes
-only. Each program is generated and parsed once per chip count and lowered in this process.
+and where the dataflow step's time goes (its critical path). Then the prefill of a prompt of
+S tokens (the whole model's ``@prefill`` step, 36 layers, as `benchmarks.serving` writes
+it; no LM head) in dataflow mode
+with ``auto`` all-reduces: its modelled time to first token against its compute bound.
+``--dry-run`` semantics: shapes only. Each program is generated and parsed once per chip
+count and lowered in this process.
 
-``python -m benchmarks.model_qwen3 36``
+``python -m benchmarks.model_qwen3 36 [--json FILE] [--prefill-tokens 2048] [--chips 1,2,4,8]``;
+``--json``
+writes ``{"prefill": {N: {"ttft_s", "compute_bound_s", "schedule"}}, "decode": {N:
+{"step_s", "bound_s"}}}``.
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
+import json
 import time
+from collections.abc import Sequence
 
+from benchmarks import serving
+from tp_dialect.analysis.timing.cost import best_allreduce
 from tp_dialect.frontend.qwen3 import Qwen3Config, generate
 from tp_dialect.machine import MACHINES
+from tp_dialect.ops import AllReduceOp
 from tp_dialect.passes.universe import lowered as lower
 from tp_dialect.runtime.model import ModelReport, model
 from tp_dialect.tools.source import parse_module
@@ -27,8 +39,32 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.3f} ms"
 
 
-def main(layers: int = 36, chip_counts: tuple[int, ...] = (1, 2, 4, 8)) -> None:
+def prefill(chips: int, tokens: int) -> tuple[ModelReport, str, float]:
+    """The modelled prefill of ``tokens`` tokens of the whole qwen3-8b (`serving`'s program,
+    no LM head) on ``chips`` sn40l chips, dataflow mode, ``auto`` all-reduces: its report,
+    the schedule (the algorithms ``auto`` picks for its all-reduces, by the cost model
+    tp-relocate asks) and the seconds writing, lowering and modelling took."""
+    t0 = time.perf_counter()
+    module = serving.step_program("prefill", tokens, chips)
+    machine = MACHINES["sn40l"]
+    picked = {
+        best_allreduce(op.result.type, chips, machine)[0]
+        for op in module.walk()
+        if isinstance(op, AllReduceOp)
+    }
+    report = model(lower(module, serving.PIPELINE), machine, "dataflow")[0]
+    schedule = f"dataflow, {'+'.join(sorted(picked)) or 'no'} all-reduces"
+    return report, schedule, time.perf_counter() - t0
+
+
+def main(
+    layers: int = 36,
+    chip_counts: tuple[int, ...] = (1, 2, 4, 8),
+    json_path: str | None = None,
+    prefill_tokens: int = 2048,
+) -> None:
     ctx = tp_context()
+    figures: dict[str, dict[str, dict[str, object]]] = {"prefill": {}, "decode": {}}
     machine = MACHINES["sn40l"]
     print(
         f"qwen3-8b, {layers} layer(s), batch 1, bf16 weights, 2048 cache positions, on sn40l "
@@ -77,9 +113,11 @@ def main(layers: int = 36, chip_counts: tuple[int, ...] = (1, 2, 4, 8)) -> None:
             f"compute {_ms(float(path.get('compute_s', 0.0)))}, all-reduce adds "
             f"{_ms(float(path.get('collective_s', 0.0)))}, links "
             f"{_ms(float(path.get('link_s', 0.0)))} ({path.get('transfer_hops', 0)} hops, "
-            f"{path.get('queued_hops', 0)} queued); physical bound = HBM "
-            f"{_ms(flow.physical.hbm_s)} + {flow.physical.allreduce_count} all-reduces "
-            f"{_ms(flow.physical.link_s)}; top of the path (ms): {top}"
+            f"{path.get('queued_hops', 0)} queued), weights awaited "
+            f"{_ms(float(path.get('prefetch_s', 0.0)))}; physical bound = "
+            f"{'max' if flow.physical.overlapped else 'sum'} of HBM "
+            f"{_ms(flow.physical.hbm_s)} and {flow.physical.allreduce_count} all-reduces' "
+            f"chain {_ms(flow.physical.link_s)}; top of the path (ms): {top}"
         )
     base = rows[0][1]["auto/dataflow"].step_time
     print()
@@ -99,7 +137,49 @@ def main(layers: int = 36, chip_counts: tuple[int, ...] = (1, 2, 4, 8)) -> None:
     print()
     for line in details:
         print(line)
+    for n, r, _ in rows:
+        flow = r["auto/dataflow"]
+        figures["decode"][str(n)] = {"step_s": flow.step_time, "bound_s": flow.physical_bound}
+    if prefill_tokens:
+        print()
+        print(
+            f"prefill of {prefill_tokens} tokens (the whole model, 36 layers, no LM head), "
+            "dataflow, auto all-reduces:"
+        )
+        print("| N | TTFT | compute bound | ratio | binding | schedule | model time |")
+        print("|---|---|---|---|---|---|---|")
+        for n in chip_counts:
+            report, schedule, seconds = prefill(n, prefill_tokens)
+            bound = report.compute.seconds
+            figures["prefill"][str(n)] = {
+                "ttft_s": report.step_time,
+                "compute_bound_s": bound,
+                "schedule": schedule,
+            }
+            print(
+                f"| {n} | {_ms(report.step_time)} | {_ms(bound)} | "
+                f"{report.step_time / bound:.2f}x | {report.bound.binding} | {schedule} | "
+                f"{seconds:.1f} s |",
+                flush=True,
+            )
+    if json_path:
+        with open(json_path, "w") as out:
+            json.dump(figures, out, indent=1)
+
+
+def cli(argv: Sequence[str] | None = None) -> None:
+    """``python -m benchmarks.model_qwen3 [layers] [--json FILE] [--prefill-tokens S]``."""
+    p = argparse.ArgumentParser(prog="python -m benchmarks.model_qwen3")
+    p.add_argument("layers", nargs="?", type=int, default=36)
+    p.add_argument("--json", help="also write the figures as JSON here")
+    p.add_argument(
+        "--prefill-tokens", type=int, default=2048, help="the prompt's tokens S (0: no prefill)"
+    )
+    p.add_argument("--chips", default="1,2,4,8", help="the chip counts N, comma-separated")
+    args = p.parse_args(argv)
+    chips = tuple(int(n) for n in args.chips.split(","))
+    main(args.layers, chips, json_path=args.json, prefill_tokens=args.prefill_tokens)
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 36)
+    cli()

@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+from xdsl.dialects.builtin import ModuleOp
+
 from tp_dialect.machine import MACHINES
 from tp_dialect.passes.universe import lowered as lower
 from tp_dialect.runtime.model import ModelReport, model
@@ -36,16 +38,22 @@ STEPS: tuple[tuple[str, str, int], ...] = (
 )
 
 
-def modelled(step: str, tokens: int, chips: int) -> tuple[ModelReport, float]:
-    """The dataflow-mode report of one step program on ``chips`` sn40l chips, and the
-    seconds it took to write, lower and model it."""
-    t0 = time.perf_counter()
+def step_program(step: str, tokens: int, chips: int) -> ModuleOp:
+    """One step program on ``chips`` chips, as the module docstring writes it (unlowered)."""
     argv = ["--from-pretrained", str(MODEL_DIR), "--step", step, "--chips", str(chips)]
     argv += ["--max-positions", str(POSITIONS)]
     argv += ["--prompt-len", str(tokens)] if step == "prefill" else []
     text = tp_gen.pretrained_text(tp_gen.parser().parse_args(argv))
     module, _ = parse_module(tp_context(), text, f"<{step} N={chips}>")
-    report = model(lower(module, PIPELINE), MACHINES["sn40l"], "dataflow")[0]
+    return module
+
+
+def modelled(step: str, tokens: int, chips: int) -> tuple[ModelReport, float]:
+    """The dataflow-mode report of one step program on ``chips`` sn40l chips, and the
+    seconds it took to write, lower and model it."""
+    t0 = time.perf_counter()
+    programs = lower(step_program(step, tokens, chips), PIPELINE)
+    report = model(programs, MACHINES["sn40l"], "dataflow")[0]
     return report, time.perf_counter() - t0
 
 

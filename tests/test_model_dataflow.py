@@ -148,6 +148,7 @@ ROUND = {
     "topology": "all-to-all",
     "host_copy_overhead": 1e-6,
     "barrier_latency": 1e-6,
+    "prefetch_weights": False,  # weights read as sections run (the streamed schedule: below)
 }
 
 

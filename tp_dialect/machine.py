@@ -53,6 +53,10 @@ class Machine:
     # copies into where updates copy (`copies_updates`). 0: no such cost — a chip writes
     # into memory it already holds (measured for the `local` machine)
     first_touch_bandwidth: float = 0.0
+    # whether each chip streams its sections' weight slices into SRAM ahead of them, on an
+    # HBM stream of its own, while it computes or waits on links (dataflow mode; bounded by
+    # ``sram_bytes``): a dataflow chip does; a processor running ops one by one does not
+    prefetch_weights: bool = False
 
     def transfer_time(self, nbytes: float, src: int, dst: int, chips: int) -> float:
         """Time for one tensor to cross from chip ``src`` to chip ``dst``."""
@@ -79,6 +83,7 @@ MACHINES: dict[str, Machine] = {
         topology="all-to-all",
         host_copy_overhead=10e-6,
         barrier_latency=2e-6,
+        prefetch_weights=True,
     ),
     "generic": Machine(
         name="generic",
@@ -92,6 +97,7 @@ MACHINES: dict[str, Machine] = {
         topology="ring",
         host_copy_overhead=20e-6,
         barrier_latency=5e-6,
+        prefetch_weights=True,
     ),
 }
 

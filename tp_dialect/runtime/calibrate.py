@@ -449,6 +449,7 @@ def local_machine(figures: dict[str, float]) -> dict[str, object]:
         "name": "local",
         "topology": "all-to-all",
         "copies_updates": True,  # the reference interpreter's value semantics
+        "prefetch_weights": False,  # it reads a weight when an op runs, never ahead
     }
     for f in fields(Machine):
         if f.name in machine:

@@ -14,7 +14,10 @@ same partials is one all-reduce of the whole tensor.
   over the HBM bandwidth, plus, for every all-reduce, the least link time any all-reduce
   algorithm needs for its tensor on the machine's topology
   (`cost.least_allreduce_link_time`). In a decode step every all-reduce is on the dependency
-  chain (each layer's output feeds the next layer), so all are counted.
+  chain (each layer's output feeds the next layer), so all are counted. On a machine that
+  streams weights ahead (``prefetch_weights``: `prefetch`) the HBM moves while the chain waits
+  on links, so the bound is the *larger* of the HBM time and the chain's link time, both
+  reported; no schedule beats either.
 
 - `compute_bound`: the program's useful FLOPs over the N chips' peak: 2 per multiply-add
   of every contraction of two different operands each chip runs (`cost.matmul_flops`: the
@@ -249,6 +252,8 @@ class PhysicalBound:
     hbm_s: float = 0.0
     allreduce_count: int = 0
     link_s: float = 0.0
+    # the machine streams weights ahead (`prefetch`): seconds = max(HBM, chain), else the sum
+    overlapped: bool = False
 
     def to_json(self) -> dict[str, object]:
         """The bound's parts as plain data, with the dependency-chain note."""
@@ -258,6 +263,8 @@ class PhysicalBound:
             "hbm_s": self.hbm_s,
             "allreduces": self.allreduce_count,
             "allreduce_link_s": self.link_s,
+            "dependency_chain_s": self.link_s,
+            "combined": "max" if self.overlapped else "sum",
             "note": DEPENDENCY_NOTE,
         }
 
@@ -286,7 +293,7 @@ def physical_bound(
     for frame in runs.frames:
         for section, chips in placed_in(runs, frame.func):
             if section not in accesses:
-                accesses[section] = _accesses(section)
+                accesses[section] = section_accesses(section)
             for dest, entry, operands, rows in accesses[section]:
                 if dest is not None and runs.held_key(frame, dest) is not None:
                     for c in chips:  # the cache entry it writes (the cache read is counted)
@@ -324,7 +331,11 @@ def physical_bound(
     sizes = allreduces(func, runs) if sizes is None else sizes
     link = sum(least_allreduce_link_time(b, n, machine) for b in sizes)
     hbm = max(moved, default=0.0) / machine.hbm_bandwidth
-    return PhysicalBound(hbm + link, moved, hbm, len(sizes), link)
+    # A chip that streams its weights ahead moves them while it waits on links: the HBM
+    # stream and the dependency chain overlap, and the bound is the larger of the two.
+    overlapped = machine.prefetch_weights
+    seconds = max(hbm, link) if overlapped else hbm + link
+    return PhysicalBound(seconds, moved, hbm, len(sizes), link, overlapped)
 
 
 Access = tuple[SSAValue | None, int, list[SSAValue], float | None]
@@ -400,7 +411,7 @@ class StepBound:
         return "link-bound" if self.physical.link_s > self.physical.hbm_s else "HBM-bound"
 
 
-def _accesses(section: SectionOp) -> list[Access]:
+def section_accesses(section: SectionOp) -> list[Access]:
     """What each op of ``section`` (views aside) may read or write of host data, in its
     function's terms: an in-place write's destination and the bytes of the entry it writes
     (None, 0 for any other op), the operands it reads that may be host data (its origin a
@@ -420,7 +431,7 @@ def _accesses(section: SectionOp) -> list[Access]:
 
 
 def _access(op: Operation, calls: tuple[CallOp, ...]) -> list[Access]:
-    """`_accesses` of one op run through ``calls`` (outermost first): its values in the
+    """`section_accesses` of one op run through ``calls`` (outermost first): its values in the
     terms of the function the first call is in (none when it reads no host data)."""
     if isinstance(op, VIEWS) or (calls and isinstance(op, CallOp | ReturnOp)):
         return []  # a followed call's ops are its callee's; its return hands values back

@@ -29,19 +29,22 @@ from xdsl.ir import SSAValue
 from tp_dialect.analysis.calls.chip_runs import ProgramLink, program_links, program_ops
 from tp_dialect.analysis.calls.flat_runs import Frame, Ref, Runs
 from tp_dialect.analysis.schedule.programs import index_programs
-from tp_dialect.analysis.timing.cost import nbytes
+from tp_dialect.analysis.timing.cost import Cost, nbytes, op_cost
 from tp_dialect.analysis.timing.wires import Link, Links, route
 from tp_dialect.analysis.touch import captured
 from tp_dialect.machine import Machine
 from tp_dialect.names import without_layer
 from tp_dialect.ops import SectionOp
 from tp_dialect.program_ops import LinkOp
+from tp_dialect.runtime.model.bounds import Access, section_accesses
 from tp_dialect.runtime.model.core import (
     ModelError,
     chips_of,
     section_slices,
+    section_time,
 )
-from tp_dialect.runtime.model.memory import MemEvent, program_streams
+from tp_dialect.runtime.model.memory import MemEvent, holdings, program_streams
+from tp_dialect.runtime.model.prefetch import HbmStream, weight_reads
 from tp_dialect.runtime.model.report import ModelReport
 from tp_dialect.runtime.model.timeline import Flow, Slice, Timeline
 from tp_dialect.signature import entry_function
@@ -52,7 +55,7 @@ class _Node:
     """A piece of scheduled work (a section on a chip, or one hop of a transfer) and the
     work whose end it waited for last (None: it started the step)."""
 
-    what: str  # "compute" | "collective" | "link"
+    what: str  # "compute" | "collective" | "link" | "prefetch"
     label: str
     start: float
     end: float
@@ -120,6 +123,13 @@ def simulate_dataflow(
     heap: list[tuple[float, int, int, _Transfer]] = []
     seq = 0
     ends: list[_Node] = []
+    # Weights streamed ahead (`prefetch`): each chip's HBM stream, the chip's holdings and
+    # each section's accesses (read once however many calls run it).
+    prefetch = machine.prefetch_weights
+    streams = {c: HbmStream[_Node](machine.sram_bytes, machine.hbm_bandwidth) for c in programs}
+    held = holdings(runs, n) if prefetch else []
+    reads: dict[SectionOp, list[Access]] = {}
+    costs: dict[SectionOp, Cost] = {}
 
     def ready_of(ref: Ref) -> float | None:
         if ref in ready:
@@ -130,6 +140,39 @@ def simulate_dataflow(
         nonlocal seq
         heapq.heappush(heap, (time, seq, hop, transfer))
         seq += 1
+
+    def _streamed(
+        op: SectionOp, frame: Frame, c: int, start: float, pred: _Node | None, piece: Slice
+    ) -> tuple[float, _Node | None, Slice]:
+        """Section ``op`` on chip c with its weights loaded ahead by the chip's stream: when
+        it can start, what it waited for last, and its slice without the loaded bytes."""
+        if op not in reads:
+            reads[op] = section_accesses(op)
+            costs[op] = op_cost(op)
+        cost = costs[op]
+        weights = min(weight_reads(runs, frame, reads[op], held[c]), cost.bytes)
+        stream = streams[c]
+        if weights <= 0 or not stream.fits(weights):
+            return start, pred, replace(piece, args={**piece.args, "streamed": cost.bytes})
+        begin, loaded, waited = stream.load(weights)
+        load = stream.last = _Node("prefetch", piece.name, begin, loaded, waited)
+        slices.append(
+            Slice(
+                f"hbm {c}",
+                f"prefetch {piece.name}",
+                begin,
+                loaded - begin,
+                "prefetch",
+                piece.layer,
+                {"bytes": weights},
+            )
+        )
+        if loaded > start:
+            start, pred = loaded, load
+        own = replace(cost, bytes=cost.bytes - weights)
+        duration, _ = section_time(op, machine, n, own)
+        args = {**piece.args, "prefetched": weights, "streamed": own.bytes}
+        return start, pred, replace(piece, start=start, duration=duration, args=args)
 
     def advance(c: int) -> None:
         """Run chip c's program as far as what has arrived allows."""
@@ -149,8 +192,14 @@ def simulate_dataflow(
                 if op not in costed:  # the same op in every call: costed once
                     (costed[op],) = section_slices(op, [c], label, 0.0, layer, n, machine)
                 piece = replace(costed[op], name=label, start=start, layer=layer)
+                if prefetch:
+                    start, pred, piece = _streamed(op, frame, c, start, pred, piece)
                 node = _Node(piece.kind, label, start, start + piece.duration, pred)
                 slices.append(piece)
+                if prefetch:
+                    stream = streams[c]
+                    stream.hold(node.end, piece.args.get("prefetched", 0.0), node)
+                    stream.run(start, piece.args.get("streamed", 0.0))
                 for result in op.outs:
                     ready[(frame, result)] = node.end
                     made_by[(frame, result)] = node
@@ -230,6 +279,8 @@ def simulate_dataflow(
             )
         )
     lanes = [f"chip {c}" for c in range(n)]
+    if prefetch:
+        lanes += [f"hbm {c}" for c in range(n)]
     lanes += [f"link {a}->{b}" for a, b in sorted(links_.free)]
     report.step_time = max((node.end for node in ends), default=0.0)
     report.critical_path = _critical_path(ends, report.step_time)
@@ -258,20 +309,23 @@ def role(label: str) -> str:
     return _CHIP_TAG.sub("", without_layer(label)).strip("_") or label
 
 
+_PATH_PREFIX = {"link": "transfer ", "prefetch": "prefetch "}
+
+
 def _critical_path(ends: list[_Node], step: float) -> dict[str, object]:
     """The chain of waits ending at the step's last work, each link's share of the step
     (the time from its start to the start of what waited for it), by kind and by role."""
     if not ends:
         return {}
     node: _Node | None = max(ends, key=lambda e: e.end)
-    shares = {"compute": 0.0, "collective": 0.0, "link": 0.0}
+    shares = {"compute": 0.0, "collective": 0.0, "link": 0.0, "prefetch": 0.0}
     by_role: dict[str, float] = {}
     sections = transfers = queued = 0
     after = node.end if node else 0.0
     while node is not None:
         share = after - node.start
         shares[node.what] += share
-        key = ("transfer " if node.what == "link" else "") + role(node.label)
+        key = _PATH_PREFIX.get(node.what, "") + role(node.label)
         by_role[key] = by_role.get(key, 0.0) + share
         if node.what == "link":
             transfers += 1
@@ -285,6 +339,7 @@ def _critical_path(ends: list[_Node], step: float) -> dict[str, object]:
         "compute_s": shares["compute"],
         "collective_s": shares["collective"],
         "link_s": shares["link"],
+        "prefetch_s": shares["prefetch"],  # waiting for weights the HBM stream loads
         "wait_s": after,  # before the first work on the path (0 when it starts the step)
         "sections": sections,
         "transfer_hops": transfers,

@@ -24,7 +24,9 @@ from tp_dialect.runtime.model.bounds import ComputeBound, PhysicalBound, StepBou
 from tp_dialect.runtime.model.core import layer_rank
 from tp_dialect.runtime.model.timeline import Slice, Timeline
 
-COMPUTE_KINDS = frozenset({"compute"})
+# A weight load the HBM stream makes ahead (`prefetch`) is memory work, as the weight reads
+# of a section that streams them while it runs are.
+COMPUTE_KINDS = frozenset({"compute", "prefetch"})
 COMMUNICATION_KINDS = frozenset({"transfer", "copy", "collective"})
 
 

@@ -44,8 +44,9 @@ KIND_COLORS: dict[str, str] = {
     "copy": "#55A868",
     "collective": "#C44E52",
     "barrier": "#8172B3",
+    "prefetch": "#64B5CD",
 }
-_SPARE_COLORS = ("#937860", "#DA8BC3", "#8C8C8C", "#CCB974", "#64B5CD")
+_SPARE_COLORS = ("#937860", "#DA8BC3", "#8C8C8C", "#CCB974")
 _FLOW_COLOR = "#333333"
 
 # PNG geometry: inches and points at 100 dpi.
@@ -62,11 +63,11 @@ _MAX_LABELS = 400
 class Slice:
     """One interval of work on one lane."""
 
-    lane: str  # "chip 0", "chip 1", ..., or "host"
+    lane: str  # "chip 0", "chip 1", ..., "hbm 0" (a chip's weight stream), "link 0->1", "host"
     name: str  # e.g. section label "l0_c1_q" or "transfer l0_c1_o 1->0"
     start: float  # seconds from the step's start
     duration: float  # seconds (>= 0)
-    kind: str  # "compute" | "transfer" | "copy" | "collective" | "barrier"
+    kind: str  # "compute" | "transfer" | "copy" | "collective" | "barrier" | "prefetch"
     layer: str | None = None  # "layer 3", "prologue", or None
     args: Mapping[str, float | int | str] = field(default_factory=dict)  # flops, bytes, ...
 
