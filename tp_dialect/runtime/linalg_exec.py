@@ -86,9 +86,21 @@ def _dim_list(m: AffineMap) -> list[int] | None:
     return dims if len(dims) == len(m.results) else None
 
 
-# Where a body op's operand lives: a slot of the body's frame, or (held weakly) a value
-# defined outside the op, read from the interpreter.
-_Ref = int | weakref.ref[SSAValue]
+@dataclass(frozen=True)
+class _Outside:
+    """A body op's operand defined outside the op, read from the interpreter. Held as the
+    body op (weakly) and the operand's index, not the value: a pass that moves the op and
+    rewires what it captures (tp-relocate putting it in a section) leaves the plan valid."""
+
+    op: weakref.ref[Operation]
+    index: int
+
+    def value(self) -> SSAValue:
+        return _deref(self.op).operands[self.index]
+
+
+# Where a body op's operand lives: a slot of the body's frame, or outside the op.
+_Ref = int | _Outside
 Index = Callable[[int], Any] | None  # a loop dim -> its values on the domain (linalg.index)
 
 
@@ -122,7 +134,7 @@ class _Body:
         frame: list[Any] = [*args, *([None] * (self.frame - len(args)))]
 
         def get(ref: _Ref) -> Any:
-            return frame[ref] if isinstance(ref, int) else interpreter.get_values([_deref(ref)])[0]
+            return frame[ref] if isinstance(ref, int) else interpreter.get_values([ref.value()])[0]
 
         for step in self.steps:
             if step.index_dim is not None:
@@ -165,18 +177,19 @@ def _compile_body(block: Block, n_in: int, stop: Operation | None) -> _Body | No
     ``stop`` combines with the accumulator); None when an op in it has no array kernel."""
     slots: dict[SSAValue, int] = {arg: i for i, arg in enumerate(block.args)}
 
-    def ref(value: SSAValue) -> _Ref:
-        slot = slots.get(value)
-        return weakref.ref(value) if slot is None else slot
+    def ref(user: Operation, index: int) -> _Ref:
+        slot = slots.get(user.operands[index])
+        return _Outside(weakref.ref(user), index) if slot is None else slot
 
     steps = []
     for body_op in block.ops:
         if body_op is stop:
             acc = block.args[n_in]
-            other = body_op.operands[1] if body_op.operands[0] is acc else body_op.operands[0]
-            return _Body(tuple(steps), (ref(other),), len(slots))
+            other = 1 if body_op.operands[0] is acc else 0
+            return _Body(tuple(steps), (ref(body_op, other),), len(slots))
         if body_op is block.last_op and body_op.has_trait(IsTerminator):
-            return _Body(tuple(steps), tuple(ref(v) for v in body_op.operands), len(slots))
+            refs = tuple(ref(body_op, i) for i in range(len(body_op.operands)))
+            return _Body(tuple(steps), refs, len(slots))
         index_dim = body_op.dim.value.data if isinstance(body_op, linalg.IndexOp) else None
         kernel = None if index_dim is not None else _vector_kernel(body_op)
         if kernel is None and index_dim is None:
@@ -184,7 +197,7 @@ def _compile_body(block: Block, n_in: int, stop: Operation | None) -> _Body | No
         first = len(slots)
         for r in body_op.results:
             slots[r] = len(slots)
-        operands = tuple(ref(v) for v in body_op.operands)
+        operands = tuple(ref(body_op, i) for i in range(len(body_op.operands)))
         slot_range = tuple(range(first, len(slots)))
         steps.append(_Step(kernel, index_dim, operands, slot_range))
     raise InterpretationError("a body without a terminator")
