@@ -12,22 +12,30 @@ multiple of N from 8, 4 query heads per KV head, ``intermediate`` the least mult
 algorithm, and once per distinct choice auto makes (tp-relocate runs per machine; the rest of
 the lowering is shared by machines on which it chooses alike).
 
-``python -m benchmarks.machine_sweep``
+With ``--prefill S`` the program is instead the whole model's ``@prefill`` of a prompt of S
+tokens (qwen3-8b's config.json with ``layers`` layers, no LM head, split by the Hugging Face
+plan; `benchmarks.serving` writes it), at N = 2, 4, 8 (the dims qwen3-8b's own heads divide).
+
+``python -m benchmarks.machine_sweep [layers] [--prefill S] [--chips 2,4,8]``
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import math
 import os
-import sys
 import tempfile
 import time
+from collections.abc import Sequence
 
 from xdsl.dialects.builtin import ModuleOp
 
+from benchmarks import serving
 from tp_dialect.frontend.qwen3 import Qwen3Config, generate
+from tp_dialect.frontend.registry import Pretrained, read_model
+from tp_dialect.frontend.split import split_text
 from tp_dialect.machine import MACHINES, Machine
 from tp_dialect.ops import AllReduceOp
 from tp_dialect.passes.universe import lowered as lower
@@ -77,7 +85,21 @@ def choices(module: ModuleOp) -> tuple[str, ...]:
     return tuple(op.algorithm_name for op in module.walk() if isinstance(op, AllReduceOp))
 
 
-def main(layers: int = 2, chip_counts: tuple[int, ...] = (2, 3, 4, 5, 6, 7, 8)) -> None:
+def prefill_text(n: int, layers: int, tokens: int) -> str:
+    """The whole qwen3-8b's ``@prefill`` of ``tokens`` tokens, ``layers`` layers, over ``n``
+    chips (split by the Hugging Face plan)."""
+    model = read_model(serving.MODEL_DIR)
+    config = {**model.config, "num_hidden_layers": layers}
+    pretrained = Pretrained(model.entry, model.entry.read(config), config)
+    text = pretrained.write(pretrained.step("prefill", tokens, 1, tokens, False))
+    return split_text(text, n, model.entry.plan) if n > 1 else text
+
+
+def main(
+    layers: int = 2,
+    chip_counts: tuple[int, ...] = (2, 3, 4, 5, 6, 7, 8),
+    prefill_tokens: int = 0,
+) -> None:
     ctx = tp_context()
     base = MACHINES["sn40l"]
     machines = [
@@ -86,11 +108,12 @@ def main(layers: int = 2, chip_counts: tuple[int, ...] = (2, 3, 4, 5, 6, 7, 8)) 
         for lat in LATENCIES
         for bw in BANDWIDTHS
     ]
-    print(
-        f"dataflow step of a {layers}-layer qwen3-8b-dims program (bf16, batch 1, 2048 cache "
-        "positions) on sn40l chips with the links below; ms",
-        flush=True,
+    what = (
+        f"prefill of {prefill_tokens} tokens, {layers}-layer qwen3-8b (whole model, no LM head)"
+        if prefill_tokens
+        else f"step of a {layers}-layer qwen3-8b-dims program (bf16, batch 1, 2048 cache positions)"
     )
+    print(f"dataflow {what} on sn40l chips with the links below; ms", flush=True)
     rows: list[str] = []
     grid: dict[tuple[str, float, float], dict[int, str]] = {}
     ratios: list[float] = []
@@ -101,7 +124,8 @@ def main(layers: int = 2, chip_counts: tuple[int, ...] = (2, 3, 4, 5, 6, 7, 8)) 
         for n in chip_counts:
             cfg = config(n, layers)
             t0 = time.perf_counter()
-            module, _ = parse_module(ctx, generate(cfg), "<qwen3>")
+            text = prefill_text(n, layers, prefill_tokens) if prefill_tokens else generate(cfg)
+            module, _ = parse_module(ctx, text, "<qwen3>")
             fixed: dict[str, ModuleOp] = {}
             by_choice: dict[tuple[str, ...], ModuleOp] = {}
             for a in FIXED:
@@ -162,5 +186,17 @@ def main(layers: int = 2, chip_counts: tuple[int, ...] = (2, 3, 4, 5, 6, 7, 8)) 
     )
 
 
+def cli(argv: Sequence[str] | None = None) -> None:
+    """``python -m benchmarks.machine_sweep [layers] [--prefill S] [--chips 2,4,8]``."""
+    p = argparse.ArgumentParser(prog="python -m benchmarks.machine_sweep")
+    p.add_argument("layers", nargs="?", type=int, default=2)
+    p.add_argument("--prefill", type=int, default=0, help="a prompt of S tokens (0: decode)")
+    p.add_argument("--chips", help="the chip counts N, comma-separated")
+    args = p.parse_args(argv)
+    default = "2,4,8" if args.prefill else "2,3,4,5,6,7,8"
+    chips = tuple(int(n) for n in (args.chips or default).split(","))
+    main(args.layers, chips, args.prefill)
+
+
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 2)
+    cli()
