@@ -47,6 +47,12 @@ def _fuse_epilogue() -> type[ModulePass]:
     return TpFuseEpilogue
 
 
+def _import_shard() -> type[ModulePass]:
+    from tp_dialect.passes.import_shard import TpImportShard
+
+    return TpImportShard
+
+
 def _transfers() -> type[ModulePass]:
     from tp_dialect.passes.transfers import TpTransfers
 
@@ -109,6 +115,7 @@ def _legalize() -> type[ModulePass]:
 
 TP_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tp-split": _split,
+    "tp-import-shard": _import_shard,
     "tp-verify": _verify,
     "tp-raise-allreduce": _raise_allreduce,
     "tp-fold-allreduce": _fold_allreduce,

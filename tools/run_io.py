@@ -17,6 +17,7 @@ from xdsl.dialects.linalg import ops as linalg
 from tp_dialect import certificate
 from tp_dialect.analysis.values import count_run
 from tp_dialect.frontend.families import unsharded_text
+from tp_dialect.passes.import_shard import without_annotations
 from tp_dialect.runtime.checkpoint import (
     MemorySource,
     TensorSource,
@@ -200,6 +201,12 @@ def reference_of(args: argparse.Namespace, module: ModuleOp) -> ModuleOp:
     ctx = tp_context()
     if args.against:
         return load_program(ctx, args.against)
+    if "tp.config" not in module.attributes and args.program != "-":
+        # A program annotated with MLIR Shard (run through tp-import-shard) is its own
+        # unsharded reference once its annotations are taken out.
+        given = load_program(ctx, args.program)
+        if any(op.dialect_name() == "shard" for op in given.walk()):
+            return without_annotations(given)
     if "tp.config" not in module.attributes:
         raise UserError("--check needs --against FILE: the program records no tp.config")
     reference, _ = parse_module(ctx, unsharded_text(module.attributes["tp.config"]), "<unsharded>")

@@ -200,6 +200,19 @@ def per_chip(module: ModuleOp, allreduce: str, say: bool, flat: bool = False) ->
     return module
 
 
+def imported(
+    module: ModuleOp, say: bool, on_copy: Callable[[ModuleOp, ModuleOp], None] | None = None
+) -> ModuleOp:
+    """``module``, or a copy through tp-import-shard when it holds MLIR Shard annotations
+    (a program annotated for MLIR's sharding propagation runs as the tp program they state);
+    ``on_copy`` is shown the original and the copy (errors located at the original)."""
+    if not any(op.dialect_name() == "shard" for op in module.walk()):
+        return module
+    if say:
+        print("tp-run: importing MLIR Shard annotations: tp-import-shard", file=sys.stderr)
+    return lowered_copy(module, "tp-import-shard", on_copy)
+
+
 def _lowered(module: ModuleOp, allreduce: str, say: bool) -> ModuleOp:
     if stage_of(module) == "programs":
         return module

@@ -34,7 +34,7 @@ from tp_dialect.tools.run_io import (
     write_outputs,
 )
 from tp_dialect.tools.run_iree import iree_cache, warn_unwritable
-from tp_dialect.tools.run_model import per_chip
+from tp_dialect.tools.run_model import imported, per_chip
 from tp_dialect.tools.source import load_program
 from tp_dialect.universe import tp_context
 
@@ -75,7 +75,7 @@ def launch(args: argparse.Namespace, argv: list[str]) -> int:
     mpiexec = _mpiexec()
     # N is the program's chip count, checked here: no rank starts for a world that cannot
     # run it (the ranks check it again, as they do under a user's own mpiexec).
-    module = load_program(tp_context(), args.program)
+    module = imported(load_program(tp_context(), args.program), False)
     chips = mpi_exec.program_chips(module)
     if args.mpi != chips:
         raise UserError(
@@ -185,7 +185,7 @@ def main_mpi(args: argparse.Namespace) -> int:
     check_mpi_flags(args, "--backend mpi")
     iree = args.engine == "iree"
     try:
-        module = load_program(tp_context(), args.program)
+        module = imported(load_program(tp_context(), args.program), rank == 0)
         if rank == 0:
             warn_certificate(args.program, module)
         runnable = per_chip(module, args.allreduce, rank == 0, flat=iree)

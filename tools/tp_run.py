@@ -62,7 +62,7 @@ from tp_dialect.tools.run_io import (
     write_outputs,
 )
 from tp_dialect.tools.run_iree import check_iree_flags, describe, execute_iree, iree_target
-from tp_dialect.tools.run_model import check_formats, model_step
+from tp_dialect.tools.run_model import check_formats, imported, model_step
 from tp_dialect.tools.run_mpi import launch, main_mpi
 from tp_dialect.tools.source import SourceMap, load_program_mapped, located
 from tp_dialect.universe import tp_context
@@ -231,6 +231,7 @@ def _main(argv: Sequence[str] | None) -> int:
 def _run(args: argparse.Namespace, module: ModuleOp, source_map: SourceMap) -> int:
     """Model and/or run ``module`` as ``args`` ask: the exit code (an error at an op of a
     copy lowered for the model is located at the op it was copied from)."""
+    module = imported(module, True, source_map.adopt)
     warn_certificate(args.program, module)
     if args.machine or args.dry_run or args.report or args.trace or args.timeline:
         model_step(args, module, source_map.adopt)

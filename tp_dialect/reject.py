@@ -71,6 +71,11 @@ class TpReject(Enum):
     NOT_EXPORTABLE = "not-exportable"
     """tp-export: a per-chip program it cannot write as plain MLIR (one calling a function
     that is not a per-chip function, or a tp op with no plain form)."""
+    SHARD_UNSUPPORTED = "shard-unsupported"
+    """tp-import-shard: a Shard annotation tp cannot honour (a grid not 1-D, halos, offsets,
+    two split axes, a collective, an annotation contradicting propagation)."""
+    SHARD_NOT_IMPORTED = "shard-not-imported"
+    """tp-verify: a ``shard`` op left in the module, which the certificate would ignore."""
     DEADLOCK = "deadlock"
     """The relay: no chip can move before all have finished; each chip's halt is named."""
 

@@ -165,6 +165,11 @@ def _parts_text(parts: int | tuple[int, ...]) -> str:
     return f"{parts} parts" if isinstance(parts, int) else "parts " + ":".join(map(str, parts))
 
 
+def even_cut(axis: int, size: int, chips: int, name: str) -> Cut | str:
+    """``name``'s axis ``axis`` (``size`` long) in ``chips`` equal runs, or why not."""
+    return _even(axis, size, chips, name)
+
+
 def _even(axis: int, size: int, chips: int, name: str, blocks: tuple[int, ...] = (1,)) -> Cut | str:
     """``size`` as blocks of the relative sizes ``blocks`` side by side, each block cut into
     ``chips`` equal runs (chip c's slice: its run of every block, in order)."""
