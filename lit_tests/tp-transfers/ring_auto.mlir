@@ -5,7 +5,7 @@
 // what the spelled-out ring's transfers take in the dataflow model (tests/test_links.py).
 // RUN: tp-opt %s --tp-relocate="allreduce=auto machine=generic report=true" --tp-transfers 2>&1 | filecheck %s
 
-// CHECK: tp-relocate: all-reduce %s (4096.0 KiB, 8 chips, generic): fold {{[0-9.]+}} us, oneshot {{[0-9.]+}} us, twoshot 414.{{[0-9]+}} us, ring 359.{{[0-9]+}} us -> ring
+// CHECK: tp-relocate: all-reduce %s (4096.0 KiB, 8 chips, generic): fold {{[0-9.]+}} us, oneshot {{[0-9.]+}} us, twoshot 431.{{[0-9]+}} us, ring 376.{{[0-9]+}} us -> ring
 // CHECK-LABEL: func.func @sum8
 // Slice 3 starts on chip 4 and ends on chip 3: chips 4, 5, 6, 7, 0, 1, 2, 3.
 // CHECK:      tp.transfer %s_p4s3 from 4 to 5

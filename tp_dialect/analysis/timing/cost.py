@@ -127,6 +127,10 @@ def _leaf_cost(op: Operation) -> Cost:
         return Cost(per_point * domain, reads + writes + gathered_bytes(op))
     if isinstance(op, CallOp):
         return call_cost(op)
+    if isinstance(op, tensor.ExtractSliceOp):
+        # A window read out of its source (a strided read) and written: the window's bytes,
+        # not the whole source's (a 1/N slice of a partial for a two-shot all-reduce).
+        return Cost(0, 2 * nbytes(op.result.type))
     if isinstance(op, tensor.InsertSliceOp):
         # In place: the entry read and written. Updating a copy reads and writes it all.
         return Cost(0, 2 * nbytes(op.source.type), copied=2 * nbytes(op.dest.type))
@@ -258,7 +262,10 @@ def allreduce_compute_time(
     """The adds of one all-reduce on the chip(s) that make them: N-1 adds of the whole tensor
     on one chip (fold) or on every chip at once (oneshot), of 1/N of it (twoshot: one section
     reading N slices, writing one; ring: N-1 sections one after another, each reading two
-    slices and writing one)."""
+    slices and writing one). An algorithm that works on slices also cuts each chip's partial
+    into its N slices and joins the N summed slices into the whole again, as tp-transfers
+    spells it out: each a read and a write of the tensor (`_leaf_cost` of the
+    ``extract_slice``s and the ``concat``)."""
     if n <= 1:
         return 0.0
     entry = ALLREDUCE[algorithm]
@@ -266,6 +273,8 @@ def allreduce_compute_time(
     flops = (n - 1) * elements * share
     touched = entry.touched(n)
     moved = touched * elements * itemsize * share
+    if entry.split:
+        moved += 4 * elements * itemsize  # the cut (2: read, write) and the join (2)
     return max(flops / m.peak_flops, moved / m.hbm_bandwidth)
 
 

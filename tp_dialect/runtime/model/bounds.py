@@ -418,8 +418,9 @@ def section_accesses(section: SectionOp) -> list[Access]:
     block argument, a shard or a call's result; an in-place write reads only the new entry),
     and how many of their bytes it reads: None for all of them, or a gather's rows
     (`cost.gathered_bytes`: a ``tensor.extract`` in a generic's body of a table it
-    captures). A call the section runs as one op (a call tp-relocate did not lower) does
-    what its callee's ops do, their arguments its operands (`values.walk_calls`)."""
+    captures), or an ``extract_slice``'s window. A call the section runs as one op (a call
+    tp-relocate did not lower) does what its callee's ops do, their arguments its operands
+    (`values.walk_calls`)."""
     found: list[Access] = []
     for op in section.walk():
         if not isinstance(op, CallOp) or (f := callee(op)) is None:
@@ -444,6 +445,12 @@ def _access(op: Operation, calls: tuple[CallOp, ...]) -> list[Access]:
         if not _may_be_held(table):
             return []
         return [(None, 0, [table], min(nbytes(op.tensor.type), gathered_bytes(gather)))]
+    if isinstance(op, tensor.ExtractSliceOp):
+        # A window of its source: the window's bytes read (as the step charges it).
+        source = outer(op.source)
+        if not _may_be_held(source):
+            return []
+        return [(None, 0, [source], float(nbytes(op.result.type)))]
     operands = list(op.operands)
     dest: SSAValue | None = None
     entry = 0
