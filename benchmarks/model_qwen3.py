@@ -23,7 +23,6 @@ import time
 from collections.abc import Sequence
 
 from benchmarks import serving
-from tp_dialect.analysis.timing.cost import best_allreduce
 from tp_dialect.frontend.qwen3 import Qwen3Config, generate
 from tp_dialect.machine import MACHINES
 from tp_dialect.ops import AllReduceOp
@@ -42,17 +41,14 @@ def _ms(seconds: float) -> str:
 def prefill(chips: int, tokens: int) -> tuple[ModelReport, str, float]:
     """The modelled prefill of ``tokens`` tokens of the whole qwen3-8b (`serving`'s program,
     no LM head) on ``chips`` sn40l chips, dataflow mode, ``auto`` all-reduces: its report,
-    the schedule (the algorithms ``auto`` picks for its all-reduces, by the cost model
-    tp-relocate asks) and the seconds writing, lowering and modelling took."""
+    the schedule (the algorithms tp-relocate's ``auto`` wrote on its all-reduces) and the
+    seconds writing, lowering and modelling took."""
     t0 = time.perf_counter()
     module = serving.step_program("prefill", tokens, chips)
-    machine = MACHINES["sn40l"]
-    picked = {
-        best_allreduce(op.result.type, chips, machine)[0]
-        for op in module.walk()
-        if isinstance(op, AllReduceOp)
-    }
-    report = model(lower(module, serving.PIPELINE), machine, "dataflow")[0]
+    relocated = lower(module, f"tp-relocate{{allreduce={AUTO}}}")
+    picked = {op.algorithm_name for op in relocated.walk() if isinstance(op, AllReduceOp)}
+    programs = lower(relocated, "tp-transfers,tp-link-points")
+    report = model(programs, MACHINES["sn40l"], "dataflow")[0]
     schedule = f"dataflow, {'+'.join(sorted(picked)) or 'no'} all-reduces"
     return report, schedule, time.perf_counter() - t0
 

@@ -11,7 +11,9 @@ partial sum is whole once summed, as MLIR's sharding says). Every ``shard`` op i
 Anything tp cannot honour is refused by name at its op (``shard-unsupported``): a grid of
 rank other than 1, a split over two grid axes or of two tensor axes, halo sizes or explicit
 shard offsets, a ``shard`` collective or a reduction other than ``sum`` (an unsharded program
-has none), an annotation contradicting propagation, N not dividing the axis.
+has none), an annotation contradicting propagation or a value annotated two ways, any
+annotation of a value other than an argument in an outlined program; N not dividing the axis
+is tp-split's ``plan-mismatch``.
 """
 
 from __future__ import annotations
@@ -213,11 +215,21 @@ def _check_claims(module: ModuleOp, claims: list[Annotation], plan: TpPlan, n: i
     for ann in claims:
         twin = pairs[ann.op]
         assert isinstance(twin, shard.ShardOp)
-        claimed[twin.src] = ann
+        earlier = claimed.setdefault(twin.src, ann)
+        if earlier.axis != ann.axis:
+            raise REFUSE.at(
+                ann.op,
+                f"tp-import-shard: %{value_name(ann.op.src)} annotated twice, with different "
+                "shardings (a reshard): tp holds each value one way",
+            )
     for op in [o for o in copy.walk() if isinstance(o, shard.ShardingOp | shard.GridOp)]:
         rewriter.erase_op(op, safe_erase=False)
     walk = Splitter(fn, plan, n)
-    walk.run()
+    try:
+        walk.run()
+    except TpDiagnostic as err:  # said at the original's op (the copy's has no location)
+        back = {copied: original for original, copied in pairs.items()}
+        raise TpDiagnostic(back.get(err.op, err.op), err.message) from None
     for value, ann in claimed.items():
         cut = walk.cut.get(value)
         got = None if cut is None else cut.axis

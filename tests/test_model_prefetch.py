@@ -130,7 +130,10 @@ def test_generated_steps_keep_the_streams_invariants(chips: int, sram: float) ->
     is at least the physical bound."""
     sn40l = dataclasses.replace(MACHINES["sn40l"], sram_bytes=sram)
     report, timeline = model(_lowered(chips, 2), sn40l, "dataflow")
-    for loads in _loads_held(timeline).values():
+    held = _loads_held(timeline)
+    if sram >= 2e5:  # room for every slice: every chip loads ahead
+        assert len(held) == chips and all(held.values())
+    for loads in held.values():
         for start, _, _ in loads:
             assert sum(b for s, e, b in loads if s <= start < e) <= sram
     bw = sn40l.hbm_bandwidth
@@ -158,8 +161,10 @@ def test_generated_steps_keep_the_streams_invariants(chips: int, sram: float) ->
 @pytest.mark.parametrize("chips", [2, 4])
 def test_a_decode_step_hides_its_weights_under_its_all_reduces(chips: int) -> None:
     """The tiny Qwen3 decode step on sn40l: streaming weights ahead makes the step shorter
-    than streaming them as sections run, and brings it within 5% of the larger of HBM and
-    the all-reduce chain (the sum binds a machine that does not prefetch)."""
+    than streaming them as sections run; the bound is the larger of HBM and the all-reduce
+    chain (the sum on a machine that does not prefetch), and the step is not below it. (Its
+    tiny weights leave it latency-bound: how close a real-dims step comes to the bound is
+    benchmarks.model_qwen3's figure, not a test's.)"""
     module = _lowered(chips, 2)
     ahead, _ = model(module, MACHINES["sn40l"], "dataflow")
     serial = dataclasses.replace(MACHINES["sn40l"], prefetch_weights=False)

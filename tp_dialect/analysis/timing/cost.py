@@ -106,11 +106,21 @@ def op_cost(op: Operation) -> Cost:
                 continue
             for r in inner.results:
                 readers = [u.operation for u in r.uses]
-                local = sum(1 for u in readers if u in inside)
+                # Each reader inside reads it on chip: take off what that reader is charged
+                # for reading it (a window's bytes for an extract_slice, else all of it).
+                local = sum(_read_bytes(u, r) for u in readers if u in inside)
                 written = any(u not in inside for u in readers)
-                kept += nbytes(r.type) * (local + (0 if written else 1))
+                kept += local + (0 if written else nbytes(r.type))
         return Cost(total.flops, max(0.0, total.bytes - kept), total.ops, total.copied)
     return replace(_leaf_cost(op), ops=1)
+
+
+def _read_bytes(reader: Operation, value: SSAValue) -> float:
+    """The bytes `_leaf_cost` charges ``reader`` for reading ``value``: an extract_slice of
+    it reads its window, any other op all of it."""
+    if isinstance(reader, tensor.ExtractSliceOp) and reader.source is value:
+        return nbytes(reader.result.type)
+    return nbytes(value.type)
 
 
 def _leaf_cost(op: Operation) -> Cost:

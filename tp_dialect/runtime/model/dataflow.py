@@ -1,8 +1,10 @@
 """Dataflow mode: per-chip programs on direct chip-to-chip links, no barriers, no host.
 
-Invariant: the resources are each chip's compute and each directed link ``(a, b)``. A chip
-runs its sections in program order, each as soon as the chip is free and every tensor the
-section reads has arrived (`section_time` each). A ``tp.link`` send of a name on chip a and a
+Invariant: the resources are each chip's compute, each chip's HBM stream (on a machine that
+streams weights ahead: `prefetch`) and each directed link ``(a, b)``. A chip runs its sections
+in program order, each as soon as the chip is free, every tensor the section reads has arrived
+and (streaming ahead) its weights are loaded (`section_time` each, the loaded bytes left out).
+A ``tp.link`` send of a name on chip a and a
 receive of the same name on chip b is one transfer, requested when chip a has stored the
 tensor and carried by the links' rules (`tp_dialect.analysis.timing.wires`, the rules an
 all-reduce's cost is taken by): over its route (on ``all-to-all`` every ordered pair has its
@@ -52,7 +54,8 @@ from tp_dialect.signature import entry_function
 
 @dataclass(eq=False)
 class _Node:
-    """A piece of scheduled work (a section on a chip, or one hop of a transfer) and the
+    """A piece of scheduled work (a section on a chip, a weight load of a chip's HBM stream,
+    or one hop of a transfer) and the
     work whose end it waited for last (None: it started the step)."""
 
     what: str  # "compute" | "collective" | "link" | "prefetch"
@@ -82,7 +85,8 @@ def simulate_dataflow(
     module: ModuleOp, machine: Machine, runs: Runs
 ) -> tuple[ModelReport, Timeline, list[list[MemEvent]]]:
     """The dataflow-mode step of per-chip programs (module docstring): its report's time,
-    bytes and critical path, the timeline (a lane per chip, then one per link used) and each
+    bytes and critical path, the timeline (a lane per chip, one per chip's HBM stream when it
+    streams weights ahead, then one per link used) and each
     chip's memory events in program order. Raises ModelError naming the chip and tensor when
     the programs wait for each other forever. A call to a per-chip function runs its body in
     the call's frame (``runs``): values are the flat programs' (`Runs.ref`), a section's cost
@@ -150,10 +154,14 @@ def simulate_dataflow(
             reads[op] = section_accesses(op)
             costs[op] = op_cost(op)
         cost = costs[op]
+        # What the section moves through HBM as it runs includes the copies its updates make
+        # where updates copy (`Cost.time`).
+        copies = cost.copied if machine.copies_updates else 0.0
         weights = min(weight_reads(runs, frame, reads[op], held[c]), cost.bytes)
         stream = streams[c]
         if weights <= 0 or not stream.fits(weights):
-            return start, pred, replace(piece, args={**piece.args, "streamed": cost.bytes})
+            streamed = cost.bytes + copies
+            return start, pred, replace(piece, args={**piece.args, "streamed": streamed})
         begin, loaded, waited = stream.load(weights)
         load = stream.last = _Node("prefetch", piece.name, begin, loaded, waited)
         slices.append(
@@ -171,7 +179,7 @@ def simulate_dataflow(
             start, pred = loaded, load
         own = replace(cost, bytes=cost.bytes - weights)
         duration, _ = section_time(op, machine, n, own)
-        args = {**piece.args, "prefetched": weights, "streamed": own.bytes}
+        args = {**piece.args, "prefetched": weights, "streamed": own.bytes + copies}
         return start, pred, replace(piece, start=start, duration=duration, args=args)
 
     def advance(c: int) -> None:
@@ -320,7 +328,7 @@ def _critical_path(ends: list[_Node], step: float) -> dict[str, object]:
     node: _Node | None = max(ends, key=lambda e: e.end)
     shares = {"compute": 0.0, "collective": 0.0, "link": 0.0, "prefetch": 0.0}
     by_role: dict[str, float] = {}
-    sections = transfers = queued = 0
+    sections = transfers = queued = loads = 0
     after = node.end if node else 0.0
     while node is not None:
         share = after - node.start
@@ -330,6 +338,8 @@ def _critical_path(ends: list[_Node], step: float) -> dict[str, object]:
         if node.what == "link":
             transfers += 1
             queued += node.queued
+        elif node.what == "prefetch":
+            loads += 1
         else:
             sections += 1
         after = node.start
@@ -344,6 +354,7 @@ def _critical_path(ends: list[_Node], step: float) -> dict[str, object]:
         "sections": sections,
         "transfer_hops": transfers,
         "queued_hops": queued,
+        "loads": loads,  # weight loads waited for
         "top": [{"role": r, "seconds": s} for r, s in top],
         "step_s": step,
     }

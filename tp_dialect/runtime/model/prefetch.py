@@ -39,7 +39,9 @@ def weight_reads(runs: Runs, frame: Frame, reads: list[Access], held: dict[HeldK
     keys: set[HeldKey] = set()
     for _, _, operands, rows in reads:
         if rows is not None:
-            continue  # a gather: its rows depend on the ids
+            # A gather (its rows depend on the ids) or an extract_slice's window: not loaded
+            # ahead here (a window of a weight streams as its section runs).
+            continue
         for operand in operands:
             key = runs.held_key(frame, operand)
             if key is not None and key in held and held[key].weight:
