@@ -34,7 +34,7 @@ from tp_dialect.names import value_name
 from tp_dialect.passes.split import split_by_plan
 from tp_dialect.passes.split_walk import Splitter
 from tp_dialect.reject import TpReject
-from tp_dialect.signature import NAME_ATTR, entry_function
+from tp_dialect.signature import NAME_ATTR, entry_function, ports
 
 REFUSE = TpReject.SHARD_UNSUPPORTED
 
@@ -131,14 +131,14 @@ def _refuse_collectives(module: ModuleOp) -> None:
 
 
 def _name_arguments(fn: func.FuncOp) -> None:
-    """Give each argument without a ``tp.name`` its SSA name (or ``arg<i>``): a plan names
-    arguments."""
+    """Give each argument without a ``tp.name`` the name the host binds it by (`ports`: its
+    SSA name, or ``arg<i>`` where that is taken): a plan names arguments."""
+    ins, _ = ports(fn)
     attrs = list(fn.arg_attrs.data) if fn.arg_attrs else [DictionaryAttr({})] * len(fn.args)
     named: list[DictionaryAttr] = []
-    for i, (arg, a) in enumerate(zip(fn.args, attrs, strict=True)):
+    for port, a in zip(ins, attrs, strict=True):
         data: dict[str, Attribute] = dict(a.data)
-        if NAME_ATTR not in data:
-            data[NAME_ATTR] = StringAttr(arg.name_hint or f"arg{i}")
+        data.setdefault(NAME_ATTR, StringAttr(port.name))
         named.append(DictionaryAttr(data))
     fn.arg_attrs = ArrayAttr(named)
 

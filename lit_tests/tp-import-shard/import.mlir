@@ -81,3 +81,28 @@ builtin.module {
     func.return %out : tensor<1x4xf32>
   }
 }
+
+// -----
+// Arguments without tp.name take the names the host binds them by (their SSA names): a column
+// split returned whole, stored back by tp.unshard.
+// CHECK-LABEL: func.func @f(%w: tensor<8x4xf32> {tp.name = "w"}, %x: tensor<1x4xf32> {tp.name = "x"})
+// CHECK:         %h_w_c0 = tp.shard %w at #tp.slice<axis = 0, ranges = [(0, 4)], full = [8, 4]>
+// CHECK:         %h = tp.unshard %h_c0, %h_c1
+// CHECK-NOT:     shard.
+builtin.module {
+  shard.grid @g(shape = 2)
+  func.func @f(%w: tensor<8x4xf32>, %x: tensor<1x4xf32>) -> tensor<1x8xf32> {
+    %s = shard.sharding @g split_axes = [[0]] : !shard.sharding
+    %ws = shard.shard %w to %s : tensor<8x4xf32>
+    %z = arith.constant 0.0 : f32
+    %e = tensor.empty() : tensor<1x8xf32>
+    %zs = linalg.fill ins(%z : f32) outs(%e : tensor<1x8xf32>) -> tensor<1x8xf32>
+    %h = linalg.generic {indexing_maps = [affine_map<(b, o, k) -> (b, k)>, affine_map<(b, o, k) -> (o, k)>, affine_map<(b, o, k) -> (b, o)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %ws : tensor<1x4xf32>, tensor<8x4xf32>) outs(%zs : tensor<1x8xf32>) {
+    ^bb0(%a: f32, %b: f32, %c: f32):
+      %m = arith.mulf %a, %b : f32
+      %t = arith.addf %c, %m : f32
+      linalg.yield %t : f32
+    } -> tensor<1x8xf32>
+    func.return %h : tensor<1x8xf32>
+  }
+}

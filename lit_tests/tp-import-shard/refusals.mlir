@@ -182,3 +182,15 @@ builtin.module {
     func.return %out : tensor<1x4xf32>
   }
 }
+
+// -----
+// A sharding over a grid the module does not hold.
+// CHECK-LABEL: error: tp-import-shard: a sharding over another grid than @g [shard-unsupported]
+builtin.module {
+  shard.grid @g(shape = 2)
+  func.func @f(%w: tensor<8x4xf32> {tp.name = "w"}) -> tensor<8x4xf32> {
+    %s = shard.sharding @other split_axes = [[0]] : !shard.sharding
+    %ws = shard.shard %w to %s : tensor<8x4xf32>
+    func.return %ws : tensor<8x4xf32>
+  }
+}
