@@ -12,13 +12,15 @@ allows, and the step is never below the physical bound.
 from __future__ import annotations
 
 import dataclasses
+import json
+from pathlib import Path
 
 import pytest
 from helpers import program, tiny
 from test_model_dataflow import ROUND, US, hand
 from xdsl.passes import PassPipeline
 
-from tp_dialect.machine import MACHINES, Machine
+from tp_dialect.machine import MACHINES, Machine, machine_from
 from tp_dialect.passes import TP_PASSES
 from tp_dialect.runtime.model import model
 from tp_dialect.runtime.model.timeline import Slice, Timeline
@@ -175,3 +177,19 @@ def test_a_decode_step_hides_its_weights_under_its_all_reduces(chips: int) -> No
     assert behind.physical_bound == pytest.approx(hbm + chain)
     assert ahead.step_time >= ahead.physical_bound
     assert ahead.physical.to_json()["combined"] == "max"
+
+
+def test_a_machine_file_that_copies_updates_does_not_stream_ahead_unless_it_says_so(
+    tmp_path: Path,
+) -> None:
+    """A file with ``copies_updates`` (a calibrated local machine, also one written before
+    ``prefetch_weights`` existed) reads weights as ops run; stating the field overrides."""
+    old = tmp_path / "local.json"
+    old.write_text(json.dumps({"base": "sn40l", "copies_updates": True}))
+    assert not machine_from(str(old)).prefetch_weights
+    stated = tmp_path / "stated.json"
+    stated.write_text(json.dumps({"copies_updates": True, "prefetch_weights": True}))
+    assert machine_from(str(stated)).prefetch_weights
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps({"link_bandwidth": 2e11}))
+    assert machine_from(str(plain)).prefetch_weights  # sn40l's

@@ -131,6 +131,11 @@ def machine_from(spec: str) -> Machine:
         problem = _field_problem(name, value, getattr(base, name))
         if problem:
             raise MachineError(f"machine file '{spec}': {name} {problem}")
+    if data.get("copies_updates") is True and "prefetch_weights" not in data:
+        # A processor running ops one by one with value semantics (a calibrated `local`
+        # machine, including files written before the field existed) reads a weight when
+        # an op runs: it does not stream ahead unless its file says so.
+        data["prefetch_weights"] = False
     return replace(base, **data)
 
 
