@@ -193,3 +193,33 @@ def test_a_machine_file_that_copies_updates_does_not_stream_ahead_unless_it_says
     plain = tmp_path / "plain.json"
     plain.write_text(json.dumps({"link_bandwidth": 2e11}))
     assert machine_from(str(plain)).prefetch_weights  # sn40l's
+
+
+def test_an_outlined_program_loads_what_its_flat_program_loads() -> None:
+    """Per-chip programs calling per-chip functions (tiny Qwen3, two layers, N = 2): each
+    call's frame loads its own layer's slices — the same loads, bytes and times as the flat
+    program's — and streaming ahead changes the outlined step by what it changes the flat
+    one's."""
+
+    def lowered(outline: bool) -> object:
+        module = program(tiny(chips=2, layers=2), outline=outline).clone()
+        PassPipeline.parse_spec(TP_PASSES, "tp-relocate,tp-transfers,tp-link-points").apply(
+            tp_context(), module
+        )
+        return module
+
+    serial = dataclasses.replace(MACHINES["sn40l"], prefetch_weights=False)
+    steps, loads = {}, {}
+    for outline in (False, True):
+        module = lowered(outline)
+        ahead, timeline = model(module, MACHINES["sn40l"], "dataflow")  # type: ignore[arg-type]
+        behind, _ = model(module, serial, "dataflow")  # type: ignore[arg-type]
+        steps[outline] = (ahead.step_time, behind.step_time)
+        loads[outline] = sorted(
+            (s.lane, s.name, s.start, s.duration, s.args["bytes"])
+            for s in timeline.slices
+            if s.kind == "prefetch"
+        )
+    assert loads[True] == loads[False] and loads[False]
+    gain = {o: behind - ahead for o, (ahead, behind) in steps.items()}
+    assert gain[True] == pytest.approx(gain[False], rel=1e-9)
