@@ -143,16 +143,31 @@ def _name_arguments(fn: func.FuncOp) -> None:
     fn.arg_attrs = ArrayAttr(named)
 
 
+def _strip(module: ModuleOp, strict: bool = False) -> None:
+    """Take ``module``'s Shard ops out, each annotated value itself again; ``strict``: refuse
+    a sharding something other than ``shard.shard`` reads."""
+    rewriter = Rewriter()
+    for op in [o for o in module.walk() if isinstance(o, shard.ShardOp)]:
+        op.result.replace_all_uses_with(op.src)
+        rewriter.erase_op(op)
+    for op in [o for o in module.walk() if isinstance(o, shard.ShardingOp | shard.GridOp)]:
+        if strict and op.results and op.results[0].uses:
+            raise REFUSE.at(op, "tp-import-shard: a sharding read by something not shard.shard")
+        rewriter.erase_op(op, safe_erase=False)
+
+
+def _unannotated(value: SSAValue) -> SSAValue:
+    """The value an annotation (or a chain of them) is about."""
+    while isinstance(value.owner, shard.ShardOp):
+        value = value.owner.src
+    return value
+
+
 def without_annotations(module: ModuleOp) -> ModuleOp:
     """A copy of ``module`` with its Shard ops taken out, each annotated value itself again:
     the unsharded program the annotations are about (tp-run --check's reference)."""
     copy = module.clone()
-    rewriter = Rewriter()
-    for op in [o for o in copy.walk() if isinstance(o, shard.ShardOp)]:
-        op.result.replace_all_uses_with(op.src)
-        rewriter.erase_op(op)
-    for op in [o for o in copy.walk() if isinstance(o, shard.ShardingOp | shard.GridOp)]:
-        rewriter.erase_op(op, safe_erase=False)
+    _strip(copy)
     return copy
 
 
@@ -182,16 +197,7 @@ def import_shard(module: ModuleOp) -> None:
     plan = TpPlan(tuple(entries.values()), "shard annotations")
     if claims:
         _check_claims(module, claims, plan, n)
-    rewriter = Rewriter()
-    for ann in found:  # the annotations are consumed: each value is itself again
-        ann.op.result.replace_all_uses_with(ann.op.src)
-        rewriter.erase_op(ann.op)
-    for op in [o for o in module.walk() if isinstance(o, shard.ShardingOp)]:
-        if op.result.uses:
-            raise REFUSE.at(op, "tp-import-shard: a sharding read by something not shard.shard")
-        rewriter.erase_op(op)
-    for op in [o for o in module.walk() if isinstance(o, shard.GridOp)]:
-        rewriter.erase_op(op)
+    _strip(module, strict=True)  # the annotations are consumed: each value is itself again
     split_by_plan(module, plan, n)
 
 
@@ -207,23 +213,18 @@ def _check_claims(module: ModuleOp, claims: list[Annotation], plan: TpPlan, n: i
             "tp-import-shard: an annotation inside an outlined program: annotate the entry's "
             "arguments",
         )
-    rewriter = Rewriter()
     claimed: dict[SSAValue, Annotation] = {}
-    for op in [o for o in copy.walk() if isinstance(o, shard.ShardOp)]:
-        op.result.replace_all_uses_with(op.src)
-        rewriter.erase_op(op)
     for ann in claims:
         twin = pairs[ann.op]
         assert isinstance(twin, shard.ShardOp)
-        earlier = claimed.setdefault(twin.src, ann)
+        earlier = claimed.setdefault(_unannotated(twin.src), ann)
         if earlier.axis != ann.axis:
             raise REFUSE.at(
                 ann.op,
                 f"tp-import-shard: %{value_name(ann.op.src)} annotated twice, with different "
                 "shardings (a reshard): tp holds each value one way",
             )
-    for op in [o for o in copy.walk() if isinstance(o, shard.ShardingOp | shard.GridOp)]:
-        rewriter.erase_op(op, safe_erase=False)
+    _strip(copy)
     walk = Splitter(fn, plan, n)
     try:
         walk.run()
