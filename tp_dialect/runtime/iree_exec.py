@@ -210,22 +210,32 @@ class ModuleCache:
         return bytes(vmfb)
 
 
-STALL_SECONDS = 30.0
+STALL_SECONDS = 20.0
 """How long IREE's compiler may go without using any CPU before it is taken as stuck: it
 is CPU-bound throughout, and was seen stuck in a futex wait, at no CPU, for 20 minutes."""
+
+ATTEMPTS = 3
+"""How often a stuck compile is run in all: the stall is rare, but two in a row were seen
+once, in a test run loading both cores."""
+
+# The stall was a futex wait, which threads waiting on each other make; one thread
+# compiles a segment as fast on this 2-core machine (0.47 s either way for the MLP's) into
+# the same bytes, so the flag is not part of the cache key.
+_ONE_THREAD = "--mlir-disable-threading"
 
 
 def _compile(text: str, backend: str, flags: list[str]) -> bytes:
     """IREE's compiler run on ``text`` (as ``iree.compiler.compile_str`` runs it), bounded: a
     run that uses no CPU for `STALL_SECONDS`, or is not finished in two minutes plus a second
-    per 10 kB of text, is killed and run once more, then a TimeoutError."""
+    per 10 kB of text, is killed and run again, `ATTEMPTS` times in all, then a
+    TimeoutError."""
     from iree.compiler.tools import binaries, core
 
     with core.TempFileSaver.implicit() as saver:
-        options = core.CompilerOptions(target_backends=[backend], extra_args=flags)
+        options = core.CompilerOptions(target_backends=[backend], extra_args=[*flags, _ONE_THREAD])
         command = core.build_compile_command_line("-", saver, options)
     seconds = 120 + len(text) / 10_000
-    for _ in range(2):
+    for _ in range(ATTEMPTS):
         done = _run_watched(command, text.encode("utf-8"), seconds, STALL_SECONDS)
         if done is None:
             continue
@@ -233,8 +243,8 @@ def _compile(text: str, backend: str, flags: list[str]) -> bytes:
             raise binaries.CompilerToolError(done)
         return done.stdout
     raise TimeoutError(
-        f"IREE's compiler was killed twice (no CPU for {STALL_SECONDS:.0f} s, or still running "
-        f"after {seconds:.0f} s)"
+        f"IREE's compiler was killed {ATTEMPTS} times (no CPU for {STALL_SECONDS:.0f} s, "
+        f"or still running after {seconds:.0f} s)"
     )
 
 
