@@ -9,7 +9,8 @@ with ``auto`` all-reduces: its modelled time to first token against its compute 
 ``--dry-run`` semantics: shapes only. Each program is generated and parsed once per chip
 count and lowered in this process.
 
-``python -m benchmarks.model_qwen3 36 [--json FILE] [--prefill-tokens 2048] [--chips 1,2,4,8]``;
+``python -m benchmarks.model_qwen3 36 [--json FILE] [--prefill-tokens 2048] [--chips 1,2,4,8]
+[--wire bf16]`` (``--wire``: tp-narrow-wire first, all-reduces in bf16);
 ``--json``
 writes ``{"prefill": {N: {"ttft_s", "compute_bound_s", "schedule"}}, "decode": {N:
 {"step_s", "bound_s"}}}``.
@@ -38,14 +39,14 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.3f} ms"
 
 
-def prefill(chips: int, tokens: int) -> tuple[ModelReport, str, float]:
+def prefill(chips: int, tokens: int, narrow: str = "") -> tuple[ModelReport, str, float]:
     """The modelled prefill of ``tokens`` tokens of the whole qwen3-8b (`serving`'s program,
     no LM head) on ``chips`` sn40l chips, dataflow mode, ``auto`` all-reduces: its report,
     the schedule (the algorithms tp-relocate's ``auto`` wrote on its all-reduces) and the
     seconds writing, lowering and modelling took."""
     t0 = time.perf_counter()
     module = serving.step_program("prefill", tokens, chips)
-    relocated = lower(module, f"tp-relocate{{allreduce={AUTO}}}")
+    relocated = lower(module, f"{narrow}tp-relocate{{allreduce={AUTO}}}")
     picked = {op.algorithm_name for op in relocated.walk() if isinstance(op, AllReduceOp)}
     programs = lower(relocated, "tp-transfers,tp-link-points")
     report = model(programs, MACHINES["sn40l"], "dataflow")[0]
@@ -58,12 +59,16 @@ def main(
     chip_counts: tuple[int, ...] = (1, 2, 4, 8),
     json_path: str | None = None,
     prefill_tokens: int = 2048,
+    wire: str | None = None,
 ) -> None:
+    # tp-narrow-wire first where asked: all-reduces carry bf16 (their readers read bf16)
+    narrow = f"tp-narrow-wire{{wire={wire}}}," if wire else ""
     ctx = tp_context()
     figures: dict[str, dict[str, dict[str, object]]] = {"prefill": {}, "decode": {}}
     machine = MACHINES["sn40l"]
     print(
-        f"qwen3-8b, {layers} layer(s), batch 1, bf16 weights, 2048 cache positions, on sn40l "
+        f"qwen3-8b, {layers} layer(s), batch 1, bf16 weights, 2048 cache positions, "
+        f"all-reduces in {wire or 'f32'}, on sn40l "
         f"(link {machine.link_bandwidth / 1e9:.0f} GB/s, {machine.link_latency * 1e6:.0f} us "
         "assumed, all-to-all)",
         flush=True,
@@ -81,7 +86,7 @@ def main(
         model_s = 0.0
         t1 = time.perf_counter()
         for name, algorithm in (("fold", "fold"), ("ring", "ring"), ("auto", AUTO)):
-            relocate = f"tp-relocate{{allreduce={algorithm}}},tp-transfers"
+            relocate = f"{narrow}tp-relocate{{allreduce={algorithm}}},tp-transfers"
             sectioned = lower(module, relocate)
             phased = lower(sectioned, "tp-phase")
             t2 = time.perf_counter()
@@ -145,7 +150,7 @@ def main(
         print("| N | TTFT | compute bound | ratio | binding | schedule | model time |")
         print("|---|---|---|---|---|---|---|")
         for n in chip_counts:
-            report, schedule, seconds = prefill(n, prefill_tokens)
+            report, schedule, seconds = prefill(n, prefill_tokens, narrow)
             bound = report.compute.seconds
             figures["prefill"][str(n)] = {
                 "ttft_s": report.step_time,
@@ -172,9 +177,12 @@ def cli(argv: Sequence[str] | None = None) -> None:
         "--prefill-tokens", type=int, default=2048, help="the prompt's tokens S (0: no prefill)"
     )
     p.add_argument("--chips", default="1,2,4,8", help="the chip counts N, comma-separated")
+    p.add_argument(
+        "--wire", choices=["bf16"], help="all-reduces carry this format (tp-narrow-wire)"
+    )
     args = p.parse_args(argv)
     chips = tuple(int(n) for n in args.chips.split(","))
-    main(args.layers, chips, json_path=args.json, prefill_tokens=args.prefill_tokens)
+    main(args.layers, chips, args.json, args.prefill_tokens, args.wire)
 
 
 if __name__ == "__main__":

@@ -1,15 +1,15 @@
 """tp's passes, one module each; `TP_PASSES` maps each pass name to its class.
 
-tp-split (an unsharded program over N chips, by a plan); the lowering pipeline (docs/design.md §3):
-tp-verify, tp-raise-allreduce, tp-fuse, tp-relocate, tp-transfers, tp-phase, tp-link-points,
-tp-relay; tp-legalize (chip legality); tp-fold-allreduce (all-reduces spelled as the seed's
-folds, tp-raise-allreduce's inverse); tp-inline (an outlined program's calls inlined: its flat
-form); and tp-export (per-chip programs as plain-MLIR segments). Classes are imported on
-demand, as xDSL's own registry does, so listing passes stays cheap.
-On an outlined program (``@decode`` calling ``@layer``) the lowering passes place the
-callee's statements once, for every call: docs/outlining.md.
-Beside them: `options` (typed options), `rewrites` (rewriter steps the patterns share) and
-`universe` (xDSL's ``xdsl.universe`` entry point: the dialect and these passes).
+tp-split (an unsharded program over N chips, by a plan); the lowering pipeline (docs/design.md
+§3): tp-verify, tp-raise-allreduce, tp-fuse, tp-relocate, tp-transfers, tp-phase,
+tp-link-points, tp-relay; tp-legalize (chip legality); tp-fold-allreduce (all-reduces spelled as
+the seed's folds, tp-raise-allreduce's inverse); tp-narrow-wire (all-reduces carried in bf16,
+opt-in); tp-inline (an outlined program's calls inlined: its flat form); and tp-export (per-chip
+programs as plain-MLIR segments). Classes are imported on demand, as xDSL's own registry does,
+so listing passes stays cheap. On an outlined program (``@decode`` calling ``@layer``) the
+lowering passes place the callee's statements once, for every call: docs/outlining.md. Beside
+them: `options` (typed options), `rewrites` (rewriter steps the patterns share) and `universe`
+(xDSL's ``xdsl.universe`` entry point: the dialect and these passes).
 """
 
 from collections.abc import Callable
@@ -51,6 +51,12 @@ def _import_shard() -> type[ModulePass]:
     from tp_dialect.passes.import_shard import TpImportShard
 
     return TpImportShard
+
+
+def _narrow_wire() -> type[ModulePass]:
+    from tp_dialect.passes.narrow_wire import TpNarrowWire
+
+    return TpNarrowWire
 
 
 def _transfers() -> type[ModulePass]:
@@ -119,6 +125,7 @@ TP_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tp-verify": _verify,
     "tp-raise-allreduce": _raise_allreduce,
     "tp-fold-allreduce": _fold_allreduce,
+    "tp-narrow-wire": _narrow_wire,
     "tp-fuse": _fuse,
     "tp-legalize": _legalize,
     "tp-choose-collectives": _choose_collectives,

@@ -69,6 +69,11 @@ def parser() -> ToolParser:
         metavar="FILE.npz",
         help="write each step's gathered logits here (an array [steps, B, V] named 'logits')",
     )
+    p.add_argument(
+        "--wire",
+        choices=["bf16"],
+        help="all-reduces whose readers read bf16 carry bf16 (tp-narrow-wire; default f32)",
+    )
     p.add_argument("--report", help="write ids, ttft_s and tpot_s here (JSON)")
     p.add_argument(
         "--mpi", type=at_least(1, int), metavar="N", help="run as N MPI ranks, one per chip"
@@ -155,6 +160,7 @@ def _main(argv: Sequence[str] | None) -> int:
         logits=args.logits is not None,
         backend=args.backend,
         engine=args.engine,
+        wire=args.wire,
     )
     if model is None:  # a serving rank under mpiexec: rank 0 speaks
         return 0

@@ -184,6 +184,10 @@ spells as adds, and what a one-chip all-reduce (no exchange at all) is written a
 DEFAULT = SEED
 """The algorithm of a collective that names none, in every kind."""
 
+WIRE_ATTR = "tp.wire"
+"""A module attribute naming the narrow format some of its all-reduces carry (``"bf16"``,
+written by tp-narrow-wire): their sums differ from the f32 program's by its rounding."""
+
 AUTO = "auto"
 """The option value asking for the algorithm with the least modelled time."""
 

@@ -30,7 +30,7 @@ from enum import Enum
 from typing import Protocol
 
 from xdsl.dialects import arith, tensor
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import AnyFloat, TensorType
 from xdsl.dialects.func import ReturnOp
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation, SSAValue
@@ -70,8 +70,12 @@ class Support(Enum):
 class QuantFormat:
     """How an operand is read: element type and scaling granularity."""
 
-    dtype: str  # e.g. "int8"
-    granularity: str  # "per-tensor" | "per-row"
+    dtype: str  # e.g. "int8", "bf16"
+    granularity: str  # "per-tensor" | "per-row" (a scale each), "none" (a float format)
+
+
+BF16 = QuantFormat("bf16", "none")
+"""bfloat16: f32's range in 16 bits, each value rounded to 8 bits of mantissa, no scale."""
 
 
 Work = Operation | Sequence[Operation]  # one op, or the ops of a candidate fusion
@@ -129,6 +133,8 @@ def classify(op: Operation) -> OpClass:
         arith.DivfOp,
         arith.MaximumfOp,
         arith.NegfOp,
+        arith.TruncFOp,  # a precision change (tp-narrow-wire's)
+        arith.ExtFOp,
     )
     if isinstance(op, elementwise) or (
         op.dialect_name() == "math" and isinstance(op.results[0].type, TensorType)
@@ -320,6 +326,15 @@ class Sn40lShim:
     def activation(self, consumer: Operation, operand: int) -> QuantFormat | None:
         if self.int8_activations and classify(consumer) is OpClass.MATMUL and operand == 0:
             return QuantFormat("int8", "per-tensor")
+        # Its kernels take activations as bf16 (f32 accumulation inside): any op it builds
+        # reads a float tensor operand in bf16; the host (a store, a return) reads it whole.
+        read = consumer.operands[operand].type
+        if (
+            self.supports(classify(consumer)) is Support.NATIVE
+            and isinstance(read, TensorType)
+            and isinstance(read.element_type, AnyFloat)
+        ):
+            return BF16
         return None
 
 

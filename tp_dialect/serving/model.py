@@ -54,13 +54,16 @@ class ServingError(ValueError, TpError):
 class Options:
     """How a model is served: ``chips`` it is split over, the cache size ``max_positions``
     (prompt plus generated tokens), the ``batch`` of prompts run together, the lowering
-    ``stage``, and whether steps also return the last position's ``logits``."""
+    ``stage``, whether steps also return the last position's ``logits``, and the ``wire``
+    format all-reduces carry (None: f32; ``bf16``: tp-narrow-wire's, where the chip reads
+    the sum as bf16)."""
 
     chips: int = 1
     max_positions: int | None = None
     batch: int = 1
     stage: str = "programs"
     logits: bool = False
+    wire: str | None = None
 
 
 class Model:
@@ -176,7 +179,9 @@ def build_program(
     # Written and split outlined (one @layer), run inlined: a session keeps each layer's
     # weight and cache slices as the chips' own buffers, which it finds as the shards of the
     # entry's arguments (an outlined callee cuts whichever layer's arguments it is handed).
-    return lowered(module, ",".join(["tp-inline", *filter(None, [STAGES[options.stage]])]))
+    narrow = [f"tp-narrow-wire{{wire={options.wire}}}"] if options.wire else []
+    stage = [STAGES[options.stage]] if STAGES[options.stage] else []
+    return lowered(module, ",".join(["tp-inline", *narrow, *stage]))
 
 
 def load(
@@ -188,6 +193,7 @@ def load(
     logits: bool = False,
     backend: str = "interpreter",
     engine: str = "interpreter",
+    wire: str | None = None,
 ) -> Model | None:
     """A `Model` serving the Hugging Face directory ``directory`` on ``chips`` chips: its
     config read and checked (unknown or not-understood fields refused by name), its weights
@@ -195,7 +201,9 @@ def load(
     (chips in this process), ``iree`` (chips in this process as native code built by IREE) or
     ``mpi`` (under ``mpiexec -n chips``: every rank calls `load`; rank 0 gets the model, the
     other ranks serve inside `load` until rank 0 closes it, then get None); ``engine``: what
-    runs a rank's chip under ``mpi``, ``interpreter`` or ``iree``."""
+    runs a rank's chip under ``mpi``, ``interpreter`` or ``iree``; ``wire="bf16"``: the
+    all-reduces whose readers read bf16 on sn40l carry bf16 (tp-narrow-wire; off by default,
+    the logits then differ from the f32 program's by bf16 rounding)."""
     if engine not in ("interpreter", "iree") or (engine == "iree" and backend != "mpi"):
         raise ServingError(
             f"engine '{engine}' is for backend 'mpi' (interpreter or iree; in one process, "
@@ -208,9 +216,11 @@ def load(
             f"IREE runs the per-chip programs: stage 'programs', not '{stage}' (the "
             "interpreter runs every stage)"
         )
+    if wire not in (None, "bf16"):
+        raise ServingError(f"unknown wire format '{wire}' (bf16, or none: f32)")
     model = read_model(directory)
     model.check_chips(chips)
-    options = Options(chips, max_positions, batch, stage, logits)
+    options = Options(chips, max_positions, batch, stage, logits, wire)
     cache_outputs = [f"present_{kind}.{i}" for i in range(layers(model)) for kind in KV]
     if backend in ("interpreter", "iree"):
         weights = open_model_dir(Path(directory))

@@ -48,7 +48,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects import func, tensor
+from xdsl.dialects import arith, func, tensor
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr
@@ -147,6 +147,10 @@ class Tracer:
                 value = owner.source
             elif isinstance(owner, linalg.CopyOp) and len(owner.inputs) == 1:
                 value = owner.inputs[0]
+            elif isinstance(owner, arith.TruncFOp | arith.ExtFOp):
+                # A precision change hands on the same reals, rounded (a narrow wire format):
+                # the claim is over reals, as f32 sums in any order already are.
+                value = owner.input
             elif isinstance(owner, tensor.ExtractSliceOp) and _identity(owner):
                 value = owner.source
             elif isinstance(owner, func.CallOp) and (ret := _returned(owner)) is not None:

@@ -1,0 +1,123 @@
+"""tp-narrow-wire{wire=bf16 shim=sn40l}: all-reduces carry bf16 where what reads the sum reads bf16
+anyway.
+
+Invariant: a statement-level ``tp.allreduce`` over f32 (or f64) partials, every use of whose sum
+is an operand the shim reads in bf16 or narrower (`Shim.activation`), becomes
+``extf(tp.allreduce(truncf(p_0), …, truncf(p_N-1)))``: each chip rounds its partial to bf16
+before it leaves the chip, the sum is formed in bf16 by the same algorithm (every add rounded to
+bf16, as the interpreter computes it at every stage), and widened where it is read. The link
+bytes halve; the numbers change by bf16 rounding, which ``tp-run --check`` measures against the
+unsharded program (the module says ``tp.wire = "bf16"``). An all-reduce whose sum is returned,
+stored by the host or read by an op the shim reads whole stays as written (``report=true``
+prints each choice and why). The pass moves no work between chips: a precision change hands on
+the same reals, so the certificate's claim (over reals, as f32 sums in any order) still holds
+and a valid certificate stays valid.
+
+Off by default: a pipeline opts in, e.g. ``tp-narrow-wire,tp-relocate,tp-transfers,…``. An
+outlined program's all-reduces are narrowed in every function (a callee's once, for every call).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Literal
+
+from xdsl.context import Context
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import AnyFloat, BFloat16Type, ModuleOp, StringAttr, TensorType
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
+from xdsl.rewriter import InsertPoint
+
+from tp_dialect.certificate import kept
+from tp_dialect.collectives import WIRE_ATTR
+from tp_dialect.names import value_hint, value_name
+from tp_dialect.ops import AllReduceOp
+from tp_dialect.passes.options import ShimName, base_shim
+from tp_dialect.shims import Shim
+
+# What a consumer reading its operand in one of these formats also accepts off the wire:
+# an int8 read quantizes what it gets, so bf16 rounding before it costs no more.
+_READS_BF16 = ("bf16", "int8")
+
+
+def refusal(reduce: AllReduceOp, shim: Shim) -> str | None:
+    """Why ``reduce`` keeps its width (a use the shim reads wider than bf16, a partial
+    already narrow), or None: it may carry bf16."""
+    t = reduce.result.type
+    if not isinstance(t, TensorType) or not isinstance(t.element_type, AnyFloat):
+        return "its sum is not a float tensor"
+    if t.element_type.bitwidth <= 16:
+        return f"its sum is already {t.element_type}"
+    for use in reduce.result.uses:
+        read = shim.activation(use.operation, use.index)
+        if read is None or read.dtype not in _READS_BF16:
+            return f"'{use.operation.name}' reads the sum as its values ({shim.name()})"
+    return None
+
+
+def _narrow(t: TensorType) -> TensorType:
+    """``t`` with bf16 elements, on the same chip (its encoding)."""
+    return TensorType(BFloat16Type(), t.get_shape(), t.encoding)
+
+
+@dataclass
+class NarrowAllReduce(RewritePattern):
+    """At a statement-level all-reduce every reader of which reads bf16: round each partial
+    on its chip, sum in bf16, widen the sum."""
+
+    shim: Shim
+    report: list[str] = field(default_factory=list)
+    narrowed: int = 0
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, AllReduceOp) or not isinstance(op.parent_op(), FuncOp):
+            return
+        name = value_name(op.result)
+        reason = refusal(op, self.shim)
+        if reason is not None:
+            self.report.append(f"%{name}: kept, {reason}")
+            return
+        narrowed = []
+        for partial in op.partials:
+            assert isinstance(partial.type, TensorType)
+            cast = arith.TruncFOp(partial, _narrow(partial.type))
+            cast.result.name_hint = value_hint(f"{value_name(partial)}_bf16")
+            rewriter.insert(cast, InsertPoint.before(op))
+            narrowed.append(cast.result)
+        wide = op.result.type
+        assert isinstance(wide, TensorType)
+        algorithm = None if op.algorithm is None else op.algorithm_name
+        reduce = AllReduceOp(narrowed, _narrow(wide), algorithm)
+        reduce.result.name_hint = value_hint(f"{name}_bf16")
+        rewriter.insert(reduce, InsertPoint.before(op))
+        widen = arith.ExtFOp(reduce.result, wide)
+        widen.result.name_hint = op.result.name_hint
+        rewriter.replace(op, widen)
+        self.report.append(f"%{name}: bf16 on the wire")
+        self.narrowed += 1
+
+
+@dataclass(frozen=True)
+class TpNarrowWire(ModulePass):
+    """Carry each statement-level all-reduce whose every reader reads bf16 (the shim's word)
+    as bf16: partials rounded on their chips, the sum formed in bf16 and widened after."""
+
+    name = "tp-narrow-wire"
+
+    wire: Literal["bf16"] = "bf16"
+    shim: ShimName = "sn40l"
+    report: bool = False
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        pattern = NarrowAllReduce(base_shim(self.name, self.shim))
+        with kept(op):  # the same sums over the same chips, rounded: the claim holds
+            PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(op)
+            if pattern.narrowed:  # what tp-run --check measures the program against
+                op.attributes[WIRE_ATTR] = StringAttr(self.wire)
+        if self.report:
+            for line in pattern.report:
+                print(f"{self.name}: {line}", file=sys.stderr)
