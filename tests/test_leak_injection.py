@@ -1,14 +1,14 @@
 """The certificate is sound on what tp-verify accepts: a leak-injection campaign.
 
-Every unmutated generated Qwen3 program — N = 1..8, seed fold or tp.allreduce, at every stage
-of the pipeline (source, raised, sectioned, phased, fused, per-chip programs under the relay)
-— is certified; and every program with a leak injected (tests/leak_injection.py: a partial
-swapped or dropped, a chip scalar routed into the spine, a chip value captured by a region,
-a leak wrapped in scf.if / scf.for, laundered through a cast, two slices overlapped, swapped
-or their ranges reordered, a partial's contraction made a max or started from non-zero, an
-argument moved onto a chip) into those programs and into random programs at every stage is
-refused by tp-verify. ``make test`` runs at least 1,200 injected programs; ``make fuzz`` (or
-TP_FUZZ_EXAMPLES=n) runs more.
+Every unmutated generated Qwen3 program — N = 1..8, seed fold or tp.allreduce, packed
+projections, all-reduces carried in bf16, at every stage of the pipeline (source, raised,
+sectioned, phased, fused, per-chip programs under the relay) — is certified; and every program
+with a leak injected (tests/leak_injection.py: a partial swapped or dropped, a chip scalar
+routed into the spine, a chip value captured by a region, a leak wrapped in scf.if / scf.for,
+laundered through a cast, two slices overlapped, swapped or their ranges reordered, a partial's
+contraction made a max or started from non-zero, an argument moved onto a chip) into those
+programs and into random programs at every stage is refused by tp-verify. ``make test`` runs at
+least 1,200 injected programs; ``make fuzz`` (or TP_FUZZ_EXAMPLES=n) runs more.
 """
 
 from __future__ import annotations
@@ -61,16 +61,26 @@ def qwen3(chips: int, fold: bool, fused: bool = False) -> Qwen3Config:
 
 @functools.cache
 def staged(
-    chips: int, fold: bool, stage: str, outline: bool = False, fused: bool = False
+    chips: int,
+    fold: bool,
+    stage: str,
+    outline: bool = False,
+    fused: bool = False,
+    narrow: bool = False,
 ) -> ModuleOp:
     """The generated program at ``stage`` (cached; callers clone it); ``outline``: two layers
     as one ``@layer`` called twice (at the programs stage, per-chip functions); ``fused``:
-    packed projections."""
+    packed projections; ``narrow``: its all-reduces carried in bf16 (tp-narrow-wire: each
+    partial through an ``arith.truncf``, which the certificate looks through)."""
     start, passes = STAGES[stage]
     if not start:
         cfg = qwen3(chips, fold, fused)
-        return outlined(cfg) if outline else program(cfg)
-    module = staged(chips, fold, start, outline, fused).clone()
+        module = outlined(cfg) if outline else program(cfg)
+        if narrow:
+            module = module.clone()
+            apply(module, "tp-raise-allreduce,tp-narrow-wire")
+        return module
+    module = staged(chips, fold, start, outline, fused, narrow).clone()
     apply(module, passes)
     return module
 
@@ -121,6 +131,17 @@ def test_every_generated_program_is_certified_at_every_stage(chips: int, fold: b
         assert status(module) == "valid"
 
 
+@pytest.mark.parametrize("chips", [2, 4])
+def test_narrowed_programs_are_certified_at_every_stage(chips: int) -> None:
+    """bf16 on the wire (the bases the campaign injects into below): certified at every
+    stage, flat and outlined, and narrowed indeed."""
+    for stage in STAGES:
+        for outline in (False, True):
+            module = staged(chips, True, stage, outline, False, True).clone()
+            assert "arith.truncf" in _text(module), stage
+            check_obligation(module)
+
+
 @pytest.mark.parametrize("chips", [1, 2, 4])
 def test_packed_programs_are_certified_at_every_stage(chips: int) -> None:
     """Slices of several ranges (packed qkv, gate_up): their positions pair up at every
@@ -135,18 +156,20 @@ BASES = [(c, f, s, False) for c in (1, 2, 3, 4) for f in (False, True) for s in 
 BASES += [(c, f, s, True) for c in (2, 4) for f in (False, True) for s in STAGES]
 # Packed projections: slices of several ranges, flat and outlined.
 BASES += [(c, False, s, o, True) for c in (1, 2, 4) for s in STAGES for o in (False, True)]
+# bf16 on the wire: partials rounded by arith.truncf on their chips, which coverage looks through.
+BASES += [(c, True, s, o, False, True) for c in (2, 4) for s in STAGES for o in (False, True)]
 
 
 @pytest.mark.parametrize("kind", sorted(MUTATORS))
 @settings(max_examples=EXAMPLES, **SETTINGS)
 @given(base=st.sampled_from(BASES), seed=st.integers(0, 2**32 - 1))
 def test_leaks_injected_into_generated_programs_are_refused(
-    kind: str, base: tuple[int, bool, str, bool] | tuple[int, bool, str, bool, bool], seed: int
+    kind: str, base: tuple[int | bool | str, ...], seed: int
 ) -> None:
     module = staged(*base).clone()
     what = MUTATORS[kind](module, random.Random(seed))
     assume(what is not None)  # no place for this kind in this program
-    _assert_refused(module, f"{kind}: {what} (N, fold, stage, outline, fused = {base})")
+    _assert_refused(module, f"{kind}: {what} (N, fold, stage, outline, fused, narrow = {base})")
 
 
 RANDOM_STAGES = ["source", "raised", "sectioned", "ring", "phased", "programs"]
