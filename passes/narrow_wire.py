@@ -1,8 +1,9 @@
 """tp-narrow-wire{wire=bf16 shim=sn40l}: all-reduces carry bf16 where what reads the sum reads bf16
 anyway.
 
-Invariant: a statement-level ``tp.allreduce`` over f32 (or f64) partials, every use of whose sum
-is an operand the shim reads in bf16 or narrower (`Shim.activation`), becomes
+Invariant: a statement-level ``tp.allreduce`` over f32 partials of two or more chips, every reader
+of whose sum (through reshapes and concatenations, which only move it) reads it in bf16 or
+narrower as the shim says (`Shim.activation`), becomes
 ``extf(tp.allreduce(truncf(p_0), …, truncf(p_N-1)))``: each chip rounds its partial to bf16
 before it leaves the chip, the sum is formed in bf16 by the same algorithm (every add rounded to
 bf16, as the interpreter computes it at every stage), and widened where it is read. The link
@@ -25,9 +26,9 @@ from typing import Literal
 
 from xdsl.context import Context
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import AnyFloat, BFloat16Type, ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import BFloat16Type, Float32Type, ModuleOp, StringAttr, TensorType
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue, Use
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 from xdsl.rewriter import InsertPoint
@@ -37,26 +38,44 @@ from tp_dialect.collectives import WIRE_ATTR
 from tp_dialect.names import value_hint, value_name
 from tp_dialect.ops import AllReduceOp
 from tp_dialect.passes.options import ShimName, base_shim
-from tp_dialect.shims import Shim
+from tp_dialect.shims import OpClass, Shim, classify
 
 # What a consumer reading its operand in one of these formats also accepts off the wire:
 # an int8 read quantizes what it gets, so bf16 rounding before it costs no more.
 _READS_BF16 = ("bf16", "int8")
+_MOVES = (OpClass.RESHAPE, OpClass.CONCAT)
 
 
 def refusal(reduce: AllReduceOp, shim: Shim) -> str | None:
-    """Why ``reduce`` keeps its width (a use the shim reads wider than bf16, a partial
-    already narrow), or None: it may carry bf16."""
+    """Why ``reduce`` keeps its width (one chip, a sum not f32, a reader the shim reads wider
+    than bf16), or None: it may carry bf16."""
     t = reduce.result.type
-    if not isinstance(t, TensorType) or not isinstance(t.element_type, AnyFloat):
-        return "its sum is not a float tensor"
-    if t.element_type.bitwidth <= 16:
-        return f"its sum is already {t.element_type}"
-    for use in reduce.result.uses:
+    if len(reduce.partials) < 2:
+        return "one chip: nothing crosses a link"
+    if not isinstance(t, TensorType) or not isinstance(t.element_type, Float32Type):
+        return f"its sum is {getattr(t, 'element_type', t)}, not f32"
+    for use in _readers(reduce.result):
         read = shim.activation(use.operation, use.index)
         if read is None or read.dtype not in _READS_BF16:
             return f"'{use.operation.name}' reads the sum as its values ({shim.name()})"
     return None
+
+
+def _readers(value: SSAValue) -> list[Use]:
+    """The uses that compute with ``value``: its uses, with an op that only moves it (a
+    reshape, a concatenation) followed to what reads its result (such an op reads bf16 as
+    well as f32; what matters is who computes with it, or returns it)."""
+    found: list[Use] = []
+    todo, seen = [value], {value}
+    while todo:
+        for use in todo.pop().uses:
+            op = use.operation
+            if classify(op) in _MOVES and len(op.results) == 1 and op.results[0] not in seen:
+                seen.add(op.results[0])
+                todo.append(op.results[0])
+            else:
+                found.append(use)
+    return found
 
 
 def _narrow(t: TensorType) -> TensorType:

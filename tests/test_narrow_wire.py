@@ -129,6 +129,7 @@ def test_the_shim_says_who_reads_bf16() -> None:
     assert reference.activation(add, 1) is None
     assert int8.activation(matmul, 0) == QuantFormat("int8", "per-tensor")
     assert int8.activation(matmul, 1) == BF16
+    assert sn40l.activation(matmul, 2) is None  # its accumulator stays f32
 
 
 def _tool(*args: object) -> subprocess.CompletedProcess[str]:

@@ -327,10 +327,15 @@ class Sn40lShim:
         if self.int8_activations and classify(consumer) is OpClass.MATMUL and operand == 0:
             return QuantFormat("int8", "per-tensor")
         # Its kernels take activations as bf16 (f32 accumulation inside): any op it builds
-        # reads a float tensor operand in bf16; the host (a store, a return) reads it whole.
+        # reads a float tensor operand in bf16, but a linalg op's accumulator (its ``outs``)
+        # stays f32; the host (a store, a return) reads what it gets whole.
         read = consumer.operands[operand].type
+        accumulator = isinstance(consumer, linalg.LinalgStructuredOperation) and operand >= len(
+            consumer.inputs
+        )
         if (
             self.supports(classify(consumer)) is Support.NATIVE
+            and not accumulator
             and isinstance(read, TensorType)
             and isinstance(read.element_type, AnyFloat)
         ):

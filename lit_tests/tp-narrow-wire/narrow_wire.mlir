@@ -61,11 +61,37 @@ builtin.module attributes {tp.chips = 2 : i64} {
 // CHECK-LABEL: func.func @already_narrow
 // CHECK-NEXT: %s = tp.allreduce %p0, %p1 : tensor<4xbf16, #tp.chip<0>>, tensor<4xbf16, #tp.chip<1>> -> tensor<4xbf16>
 // CHECK-NOT: arith.truncf
-// REPORT: tp-narrow-wire: %s: kept, its sum is already bf16
+// REPORT: tp-narrow-wire: %s: kept, its sum is bf16, not f32
 builtin.module attributes {tp.chips = 2 : i64} {
   func.func @already_narrow(%x: tensor<4xbf16>, %p0: tensor<4xbf16, #tp.chip<0>>, %p1: tensor<4xbf16, #tp.chip<1>>) -> tensor<4xbf16> {
     %s = tp.allreduce %p0, %p1 : tensor<4xbf16, #tp.chip<0>>, tensor<4xbf16, #tp.chip<1>> -> tensor<4xbf16>
     %r = arith.addf %x, %s : tensor<4xbf16>
     func.return %r : tensor<4xbf16>
+  }
+}
+
+// -----
+// A reshape only moves the sum: what reads its result decides, here the host (returned).
+// CHECK-LABEL: func.func @reshaped_then_returned
+// CHECK-NEXT: %s = tp.allreduce %p0, %p1 : tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<1>> -> tensor<4xf32>
+// REPORT: tp-narrow-wire: %s: kept, 'func.return' reads the sum as its values (sn40l:bf16)
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @reshaped_then_returned(%p0: tensor<4xf32, #tp.chip<0>>, %p1: tensor<4xf32, #tp.chip<1>>) -> tensor<1x4xf32> {
+    %s = tp.allreduce %p0, %p1 : tensor<4xf32, #tp.chip<0>>, tensor<4xf32, #tp.chip<1>> -> tensor<4xf32>
+    %r = tensor.expand_shape %s [[0, 1]] output_shape [1, 4] : tensor<4xf32> into tensor<1x4xf32>
+    func.return %r : tensor<1x4xf32>
+  }
+}
+
+// -----
+// One chip: nothing crosses a link, so nothing is rounded.
+// CHECK-LABEL: func.func @one_chip
+// CHECK-NEXT: %s = tp.allreduce %p0 : tensor<4xf32, #tp.chip<0>> -> tensor<4xf32>
+// REPORT: tp-narrow-wire: %s: kept, one chip: nothing crosses a link
+builtin.module attributes {tp.chips = 1 : i64} {
+  func.func @one_chip(%x: tensor<4xf32>, %p0: tensor<4xf32, #tp.chip<0>>) -> tensor<4xf32> {
+    %s = tp.allreduce %p0 : tensor<4xf32, #tp.chip<0>> -> tensor<4xf32>
+    %r = arith.addf %x, %s : tensor<4xf32>
+    func.return %r : tensor<4xf32>
   }
 }

@@ -49,6 +49,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, func, tensor
+from xdsl.dialects.builtin import BFloat16Type
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr
@@ -147,10 +148,6 @@ class Tracer:
                 value = owner.source
             elif isinstance(owner, linalg.CopyOp) and len(owner.inputs) == 1:
                 value = owner.inputs[0]
-            elif isinstance(owner, arith.TruncFOp | arith.ExtFOp):
-                # A precision change hands on the same reals, rounded (a narrow wire format):
-                # the claim is over reals, as f32 sums in any order already are.
-                value = owner.input
             elif isinstance(owner, tensor.ExtractSliceOp) and _identity(owner):
                 value = owner.source
             elif isinstance(owner, func.CallOp) and (ret := _returned(owner)) is not None:
@@ -237,15 +234,32 @@ def _data_operands(op: Operation) -> Iterator[SSAValue]:
             yield from inner.operands  # what a region op's regions hand out
 
 
+def _rounding(op: object) -> bool:
+    """A precision change that hands on the same reals, rounded, within f32's range: a
+    widening, or a narrowing to bf16 (f32's exponents; tp-narrow-wire's). A narrowing to
+    f16 or f8 is not one: it overflows to inf where f32 does not."""
+    if isinstance(op, arith.ExtFOp):
+        return True
+    if not isinstance(op, arith.TruncFOp):
+        return False
+    t = op.result.type
+    return isinstance(getattr(t, "element_type", t), BFloat16Type)
+
+
 def _through_views(value: SSAValue, calls: Calls, tracer: Tracer) -> tuple[SSAValue, Calls]:
     """``value`` seen through static ``tensor.extract_slice``s of it (a two-shot all-reduce's
-    reduce-scatter sums one slice of every partial): what they slice. Which part of the
-    result the partial then holds is its positions (the same on every chip: rule 4)."""
-    while isinstance(op := value.owner, tensor.ExtractSliceOp) and not (
-        op.offsets or op.sizes or op.strides
-    ):
-        value, calls = tracer.exact(op.source, calls)
-    return value, calls
+    reduce-scatter sums one slice of every partial) and through `_rounding` casts (a partial
+    carried in bf16): what they slice or round. Which part of the result the partial then
+    holds is its positions (the same on every chip: rule 4); the claim is over reals, as f32
+    sums in any order already are, so a rounding changes none of it."""
+    while True:
+        op = value.owner
+        if isinstance(op, tensor.ExtractSliceOp) and not (op.offsets or op.sizes or op.strides):
+            value, calls = tracer.exact(op.source, calls)
+        elif _rounding(op):
+            value, calls = tracer.exact(op.operands[0], calls)  # type: ignore[union-attr]
+        else:
+            return value, calls
 
 
 def _runs(p: AxisPos) -> str:
