@@ -5,7 +5,8 @@ tp-split (an unsharded program over N chips, by a plan); the lowering pipeline (
 tp-link-points, tp-relay; tp-legalize (chip legality); tp-fold-allreduce (all-reduces spelled as
 the seed's folds, tp-raise-allreduce's inverse); tp-narrow-wire (all-reduces carried in bf16,
 opt-in); tp-inline (an outlined program's calls inlined: its flat form); and tp-export (per-chip
-programs as plain-MLIR segments). Classes are imported on demand, as xDSL's own registry does,
+programs as plain-MLIR segments); tp-to-mpi (per-chip programs as one SPMD function over
+xDSL's mpi dialect). Classes are imported on demand, as xDSL's own registry does,
 so listing passes stays cheap. On an outlined program (``@decode`` calling ``@layer``) the
 lowering passes place the callee's statements once, for every call: docs/outlining.md. Beside
 them: `options` (typed options), `rewrites` (rewriter steps the patterns share) and `universe`
@@ -89,6 +90,12 @@ def _export() -> type[ModulePass]:
     return TpExport
 
 
+def _to_mpi() -> type[ModulePass]:
+    from tp_dialect.passes.to_mpi import TpToMpi
+
+    return TpToMpi
+
+
 def _fuse() -> type[ModulePass]:
     from tp_dialect.passes.fuse import TpFuse
 
@@ -137,4 +144,5 @@ TP_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tp-relay": _relay,
     "tp-inline": _inline,
     "tp-export": _export,
+    "tp-to-mpi": _to_mpi,
 }

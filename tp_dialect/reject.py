@@ -70,7 +70,8 @@ class TpReject(Enum):
     in place: the callee's statements, ordered once for every call, take them for two."""
     NOT_EXPORTABLE = "not-exportable"
     """tp-export: a per-chip program it cannot write as plain MLIR (one calling a function
-    that is not a per-chip function, or a tp op with no plain form)."""
+    that is not a per-chip function, or a tp op with no plain form); tp-to-mpi: programs it
+    cannot write as one SPMD function (calls, a repeating relay, a receive nobody sends)."""
     SHARD_UNSUPPORTED = "shard-unsupported"
     """tp-import-shard: a Shard annotation tp cannot honour (a grid not 1-D, halos, offsets,
     two split axes, a collective, an annotation contradicting propagation)."""

@@ -14,6 +14,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreters.func import FuncFunctions
 
+from tp_dialect.grid import stated_chips
 from tp_dialect.ops import ShardOp
 from tp_dialect.program_ops import ChipProgramOp
 from tp_dialect.runtime.binding import cast_problem, describe_port
@@ -59,6 +60,11 @@ def run_program(
     ``storage``, in-place updates overwrite their destination's storage (the caller's arrays
     are never written: the bound inputs are copied once)."""
     func = entry_function(module)
+    from tp_dialect.runtime.spmd import is_spmd, run_spmd
+
+    if is_spmd(func):  # tp-to-mpi's: every rank runs it, rank 0's results are the program's
+        ranks = stated_chips(module) or 1
+        return run_spmd(module, values, ranks, storage=storage, placed=placed)
     ins, outs = ports(func)
     args = bind(ins, values)
     if storage:

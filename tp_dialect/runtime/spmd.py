@@ -1,0 +1,186 @@
+"""SPMD programs over xDSL's ``mpi`` dialect (tp-to-mpi's) run on the interpreter: one thread
+per rank, each rank's messages through in-process queues.
+
+Every rank runs the entry function on the same inputs with its own interpreter; ``mpi`` ops
+mean what MPI says: ``mpi.comm.rank``/``mpi.comm.size`` the rank and the world's size,
+``mpi.unwrap_memref`` a buffer's storage, element count and type, ``mpi.isend``/``mpi.send``
+a copy of the first ``count`` elements to ``(dest, tag)``, ``mpi.recv`` a blocking receive
+of exactly ``count`` elements of the buffer's type from ``(source, tag)`` written into the
+buffer (messages between one pair under one tag arrive in order), ``mpi.waitall`` nothing
+(a send here completes when it is queued). A receive that waits longer than ``timeout``
+seconds, a count or type that does not match, or a failure on any rank stops the run with
+a `SpmdError` naming the rank. Rank 0's results are the run's.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import mpi
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
+from xdsl.interpreters.func import FuncFunctions
+from xdsl.ir import Operation
+
+from tp_dialect.errors import TpError
+from tp_dialect.ops import ShardOp
+from tp_dialect.runtime.numpy_impls import LocatingInterpreter, NumpyFunctions, own_storage
+from tp_dialect.runtime.reference import bind
+from tp_dialect.signature import entry_function, ports
+
+
+class SpmdError(RuntimeError, TpError):
+    """An SPMD run that failed on a rank (one line for the user)."""
+
+
+class World:
+    """The ranks' mailboxes: one FIFO per (source, dest, tag)."""
+
+    def __init__(self, size: int, timeout: float) -> None:
+        self.size, self.timeout = size, timeout
+        self._boxes: dict[tuple[int, int, int], queue.Queue[np.ndarray]] = {}
+        self._lock = threading.Lock()
+        self.failed = threading.Event()
+
+    def box(self, source: int, dest: int, tag: int) -> queue.Queue[np.ndarray]:
+        with self._lock:
+            return self._boxes.setdefault((source, dest, tag), queue.Queue())
+
+    def send(self, source: int, dest: int, tag: int, data: np.ndarray) -> None:
+        if not 0 <= dest < self.size:
+            raise SpmdError(f"rank {source} sends to rank {dest}, outside the {self.size} ranks")
+        self.box(source, dest, tag).put(np.array(data, copy=True))
+
+    def receive(self, source: int, dest: int, tag: int) -> np.ndarray:
+        box = self.box(source, dest, tag)
+        waited = 0.0
+        while waited < self.timeout:
+            if self.failed.is_set():
+                raise SpmdError(f"rank {dest} stopped: another rank failed")
+            try:
+                return box.get(timeout=0.1)
+            except queue.Empty:
+                waited += 0.1
+        raise SpmdError(
+            f"rank {dest} waited {self.timeout:g} s for tag {tag} from rank {source}: "
+            "no rank sends it"
+        )
+
+
+@register_impls
+class MpiFunctions(InterpreterFunctions):
+    """The ``mpi`` ops one rank runs, on numpy buffers (module docstring)."""
+
+    def __init__(self, rank: int, world: World) -> None:
+        self.rank, self.world = rank, world
+
+    @impl(mpi.CommRankOp)
+    def run_rank(self, interpreter: Interpreter, op: mpi.CommRankOp, args: PythonValues):
+        return (self.rank,)
+
+    @impl(mpi.CommSizeOp)
+    def run_size(self, interpreter: Interpreter, op: mpi.CommSizeOp, args: PythonValues):
+        return (self.world.size,)
+
+    @impl(mpi.UnwrapMemRefOp)
+    def run_unwrap(self, interpreter: Interpreter, op: mpi.UnwrapMemRefOp, args: PythonValues):
+        buffer = args[0]  # the "pointer" is the buffer itself
+        return (buffer, int(np.size(buffer)), np.asarray(buffer).dtype)
+
+    @impl(mpi.AllocateTypeOp)
+    def run_allocate(self, interpreter: Interpreter, op: mpi.AllocateTypeOp, args: PythonValues):
+        return ([None] * int(args[0]),)
+
+    @impl(mpi.VectorGetOp)
+    def run_get(self, interpreter: Interpreter, op: mpi.VectorGetOp, args: PythonValues):
+        return ((args[0], int(args[1])),)
+
+    def _send(self, args: PythonValues) -> None:
+        buffer, count, _, dest, tag = args[:5]
+        flat = np.asarray(buffer).reshape(-1)
+        self.world.send(self.rank, int(dest), int(tag), flat[: int(count)])
+
+    @impl(mpi.IsendOp)
+    def run_isend(self, interpreter: Interpreter, op: mpi.IsendOp, args: PythonValues):
+        self._send(args)
+        return ()
+
+    @impl(mpi.SendOp)
+    def run_send(self, interpreter: Interpreter, op: mpi.SendOp, args: PythonValues):
+        self._send(args)
+        return ()
+
+    @impl(mpi.RecvOp)
+    def run_recv(self, interpreter: Interpreter, op: mpi.RecvOp, args: PythonValues):
+        buffer, count, dtype, source, tag = args
+        data = self.world.receive(int(source), self.rank, int(tag))
+        if data.size != int(count) or data.dtype != dtype:
+            raise SpmdError(
+                f"rank {self.rank} receives {count} {dtype} under tag {tag} from rank "
+                f"{source}, which sent {data.size} {data.dtype}"
+            )
+        np.asarray(buffer).reshape(-1)[: int(count)] = data
+        return () if not op.results else (None,)
+
+    @impl(mpi.WaitallOp)
+    def run_waitall(self, interpreter: Interpreter, op: mpi.WaitallOp, args: PythonValues):
+        return () if not op.results else (None,)
+
+
+def run_spmd(
+    module: ModuleOp,
+    values: Mapping[str, Any],
+    ranks: int,
+    timeout: float = 60.0,
+    storage: bool = False,
+    placed: dict[ShardOp, np.ndarray] | None = None,
+) -> dict[str, np.ndarray]:
+    """The entry function of ``module`` run by ``ranks`` ranks on ``values`` (every rank the
+    same inputs), messages between them in process; rank 0's results by name. With
+    ``storage``, in-place updates overwrite their destination (each rank its own copy of
+    the inputs), as `run_program`'s storage semantics; ``placed``: slices already cut for
+    the ``tp.shard`` ops (shared, read only)."""
+    func = entry_function(module)
+    ins, outs = ports(func)
+    world = World(ranks, timeout)
+    results: list[Any] = [None] * ranks
+    errors: list[tuple[int, BaseException]] = []
+
+    def rank_main(rank: int) -> None:
+        try:
+            interpreter = LocatingInterpreter(module)
+            interpreter.register_implementations(FuncFunctions())
+            interpreter.register_implementations(NumpyFunctions(placed, storage=storage))
+            interpreter.register_implementations(MpiFunctions(rank, world))
+            args = bind(ins, values)
+            if storage:
+                args = [own_storage(a) for a in args]
+            results[rank] = interpreter.call_op(func, tuple(args))
+        except BaseException as err:  # noqa: BLE001 - reported with its rank below
+            errors.append((rank, err))
+            world.failed.set()
+
+    threads = [threading.Thread(target=rank_main, args=(r,), daemon=True) for r in range(ranks)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        rank, err = min(errors, key=lambda e: (isinstance(e[1], SpmdError), e[0]))
+        raise SpmdError(f"rank {rank}: {err}") from err
+    return {
+        port.name: np.asarray(r, dtype=port.numpy_dtype)
+        for port, r in zip(outs, results[0], strict=True)
+    }
+
+
+def is_spmd(func: Operation) -> bool:
+    """Whether ``func`` asks MPI for its rank: an SPMD body every rank runs."""
+    return any(isinstance(op, mpi.CommRankOp) for op in func.walk())
+
+
+__all__ = ["MpiFunctions", "SpmdError", "World", "is_spmd", "run_spmd"]
