@@ -132,33 +132,20 @@ def test_random_programs_run_as_ranks_as_under_the_relay(case: Lowered) -> None:
     assert_bitwise(run_spmd(spmd, case.prog.inputs, n, timeout=20.0, storage=True), stored)
 
 
+def _tool(module: str, *args: object) -> subprocess.CompletedProcess[str]:
+    """``python -m tp_dialect.tools.<module> args``, its output captured."""
+    command = [sys.executable, "-m", f"tp_dialect.tools.{module}", *map(str, args)]
+    return subprocess.run(command, capture_output=True, text=True, check=False)
+
+
 def test_tp_run_runs_the_spmd_form_and_checks_it(tmp_path: Path) -> None:
-    source = tmp_path / "layer.mlir"
-    done = subprocess.run(
-        [sys.executable, "-m", "tp_dialect.tools.tp_gen", "qwen3", "--preset", "tiny"]
-        + ["--chips", "2", "-o", str(source)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    source, spmd, outputs = (tmp_path / n for n in ("layer.mlir", "spmd.mlir", "out.npz"))
+    done = _tool("tp_gen", "qwen3", "--preset", "tiny", "--chips", 2, "-o", source)
     assert done.returncode == 0, done.stderr
-    spmd = tmp_path / "spmd.mlir"
-    done = subprocess.run(
-        [sys.executable, "-m", "tp_dialect.tools.tp_opt", str(source), "-p"]
-        + [(PROGRAMS % "twoshot") + ",tp-to-mpi", "-o", str(spmd)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = _tool("tp_opt", source, "-p", (PROGRAMS % "twoshot") + ",tp-to-mpi", "-o", spmd)
     assert done.returncode == 0, done.stderr
-    outputs = tmp_path / "out.npz"
-    done = subprocess.run(
-        [sys.executable, "-m", "tp_dialect.tools.tp_run", str(spmd), "--random-weights", "0"]
-        + ["--random-inputs", "1", "--check", "--outputs", str(outputs)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    run = ("--random-weights", 0, "--random-inputs", 1, "--check", "--outputs", outputs)
+    done = _tool("tp_run", spmd, *run)
     assert done.returncode == 0, done.stderr + done.stdout
     assert "hidden_states" in done.stdout and "FAIL" not in done.stdout
     with np.load(outputs) as got:
