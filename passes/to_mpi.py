@@ -2,23 +2,29 @@
 
 Invariant: the entry's per-chip programs and relay (tp-link-points, tp-relay) become a single
 SPMD body: ``mpi.comm.rank`` picks rank c's branch (``scf.if`` on ``rank == c``), which is chip
-c's program as it was, each ``tp.link`` spelled as the relay's copies it takes part in — first
-an ``mpi.isend`` of every buffer it sends to every chip the relay copies it to, then a blocking
-``mpi.recv`` of every buffer it receives, then ``mpi.waitall`` on its sends (buffers through
+c's program as it was (its sections' statements in order), each ``tp.link`` spelled as the
+relay's copies it takes part in — an ``mpi.isend`` of a copy of every buffer it sends to every
+chip the relay copies it to, then a blocking ``mpi.recv`` of every buffer it receives (a name
+received again is the value received first, as the relay's inbox keeps it) — and one
+``mpi.waitall`` per link's sends at the branch's end (a wait at the link could deadlock: the
+receiver may take the message at a later link). Buffers pass through
 ``bufferization.to_buffer``/``alloc_tensor`` and ``mpi.unwrap_memref``; a buffer's tag is its
-name's place among the relay's copied names). A chip other than 0 whose program hands the host
-a value (a result, a cache slice the host assembles) sends it to rank 0 at its end, where rank
-0 receives it after its own program; other ranks hold placeholders (``tensor.empty``, zeros)
-in its place, and the host's work after the programs runs on every rank: rank 0's results are
-the function's.
-The relay's order is one interleaving of these blocking receives, so the ranks cannot deadlock
-where the relay does not. Ranks past N-1 do nothing. xDSL's ``lower-mpi`` takes the result to
-calls into an MPI library; the caller initialises MPI. The certificate is dropped: tp-verify
-reads tp's links, not ``mpi`` messages (the programs it certified are what each branch runs).
+name's place among the relay's copied names, sorted. A chip other than 0 whose program hands
+the host a value (a result, a cache slice the host assembles) sends it to rank 0 at its end,
+where rank 0 receives it after its own program; other ranks hold placeholders
+(``tensor.empty``, zeros) in its place, and the host's work after the programs runs on every
+rank: rank 0's results are the function's. Ranks only block at receives until their ends, and
+the relay's order is one interleaving of those receives (each after its send's halt), so no
+rank waits forever even if every send completes only when received. Ranks past N-1 do
+nothing. xDSL's ``lower-mpi`` takes the result to calls into an MPI library; the caller
+initialises MPI. The certificate is dropped: tp-verify reads tp's links, not ``mpi`` messages
+(the programs it certified are what each branch runs).
 
-Refused (``not-exportable``): outlined per-chip functions (run tp-inline first), a relay that
-repeats, a receive no relay copy brings, a value handed to the host off rank 0 that is not a
-statically shaped tensor; with no per-chip programs, ``not-sectioned``.
+Refused (``not-exportable``), before anything changes: outlined per-chip functions (run tp-inline
+first), a relay that repeats, no program on chip 0, a receive no relay copy brings, a program
+reading a value computed between programs, the host reading results before the relay ends, a
+value handed to the host that is not a statically shaped tensor (or, from chip 0, a scalar);
+with no per-chip programs, ``not-sectioned``.
 """
 
 from __future__ import annotations
@@ -78,7 +84,8 @@ def routes(relay: RelayOp) -> dict[str, Route]:
         if isinstance(step, CopyOp):
             name = step.tensor.data
             source, dests = found.setdefault(name, (step.source.value.data, []))
-            dests.append(step.dest.value.data)
+            if step.dest.value.data not in dests:  # a chip keeps what it was copied
+                dests.append(step.dest.value.data)
     return {
         name: Route(source, tuple(dests), tag)
         for tag, (name, (source, dests)) in enumerate(sorted(found.items()))
@@ -145,13 +152,16 @@ class _Builder:
         return self.add(back, name).results[0]
 
     def send_all(self, sends: list[tuple[SSAValue, int, int]]) -> SSAValue | None:
-        """Non-blocking sends of (value, dest, tag), in order; their requests (to wait on)."""
+        """Non-blocking sends of (value, dest, tag), in order, each of a copy of the value
+        (the program may write the value in place before the send completes); their
+        requests, to wait on."""
         if not sends:
             return None
         count = self.i32(len(sends), "sends")
         requests = self.add(mpi.AllocateTypeOp(mpi.RequestType, count), "requests")
         for k, (value, dest, tag) in enumerate(sends):
-            _, ptr, n, dtype = self.buffer(value)
+            copy = bufferization.AllocTensorOp(value.type, [], copy=value)
+            _, ptr, n, dtype = self.buffer(self.add(copy, f"{value_name(value)}_out").results[0])
             request = self.add(mpi.VectorGetOp(requests, self.i32(k, f"send{k}")), f"request{k}")
             to, tagged = self.i32(dest, f"to{dest}"), self.i32(tag, f"tag{tag}")
             self.add(mpi.IsendOp(ptr, n, dtype, to, tagged, request.results[0]))
@@ -190,8 +200,13 @@ def _unwrap_sections(block: Block) -> None:
         section.erase()
 
 
-def _spell_links(block: Block, table: dict[str, Route]) -> None:
-    """Each link in a chip's ``block`` as its sends, its receives and a wait."""
+def _spell_links(block: Block, table: dict[str, Route]) -> list[tuple[SSAValue, int]]:
+    """Each link in a chip's ``block`` as its sends and its receives (a name received again
+    is the value received first: the relay's inbox keeps it); the requests of its sends and
+    their counts, waited on at the branch's end (a wait at the link could deadlock: the
+    receiver may take the message at a later link)."""
+    pending: list[tuple[SSAValue, int]] = []
+    taken: dict[str, SSAValue] = {}
     for link in [op for op in block.ops if isinstance(op, LinkOp)]:
         at = _Builder(block, link)
         sends = [
@@ -201,26 +216,43 @@ def _spell_links(block: Block, table: dict[str, Route]) -> None:
             for dest in table[name].dests
         ]
         requests = at.send_all(sends)
+        if requests is not None:
+            pending.append((requests, len(sends)))
         for result, name in zip(link.received, link.receives, strict=True):
-            route = table[name]
-            received = at.receive(result.type, name, route.source, route.tag)
-            result.replace_all_uses_with(received)
-        at.wait(requests, len(sends))
+            if name not in taken:
+                route = table[name]
+                taken[name] = at.receive(result.type, name, route.source, route.tag)
+            result.replace_all_uses_with(taken[name])
         link.detach()
         link.erase()
+    return pending
 
 
 def _static_tensor(t: Attribute) -> bool:
     return isinstance(t, TensorType) and all(d >= 0 for d in t.get_shape())
 
 
-def _check(func: FuncOp, programs: list[ChipProgramOp], table: dict[str, Route]) -> None:
+def _check(
+    func: FuncOp, programs: list[ChipProgramOp], relay: RelayOp, table: dict[str, Route]
+) -> None:
     """Refuse, before anything changes, what the SPMD form cannot spell (module docstring)."""
     for op in func.walk():
         if isinstance(op, CallOp):
             raise _refuse(op, "a per-chip function call (an outlined program): run tp-inline first")
+    if programs[0].chip_index != 0:
+        raise _refuse(programs[0], "no program on chip 0, whose rank gathers the host's values")
+    block = func.body.block
+    order = {op: k for k, op in enumerate(block.ops)}
+    first = min(order[p] for p in programs)
+    last = max(order[p] for p in [*programs, relay])
     for program in programs:
         c = program.chip_index
+        for value in program.inputs:  # all of them ready where the branches will stand
+            owner = value.owner
+            if isinstance(owner, Operation) and order.get(owner, -1) > first:
+                raise _refuse(
+                    program, f"chip {c} reads %{value_name(value)}, computed between programs"
+                )
         for link in program.body.block.ops:
             if not isinstance(link, LinkOp):
                 continue
@@ -228,15 +260,31 @@ def _check(func: FuncOp, programs: list[ChipProgramOp], table: dict[str, Route])
                 if name not in table:
                     raise _refuse(link, f'chip {c} receives "{name}", which no relay copy brings')
         for value in program.outputs:
-            placeable = isinstance(value.type, TensorType | AnyFloat | IntegerType | IndexType)
-            if value.uses and not placeable:
-                raise _refuse(program, f"chip {c} hands the host a {value.type}")
-            if c != 0 and value.uses and not _static_tensor(value.type):
+            if not value.uses:
+                continue
+            if not _static_tensor(value.type) and not isinstance(
+                value.type, AnyFloat | IntegerType | IndexType
+            ):
+                raise _refuse(
+                    program,
+                    f"chip {c} hands the host a {value.type}: only a statically shaped tensor or "
+                    "a scalar has a placeholder on the other ranks",
+                )
+            if c != 0 and not _static_tensor(value.type):
                 raise _refuse(
                     program,
                     f"chip {c} hands the host a {value.type}: only a statically shaped tensor "
                     "can be sent to rank 0",
                 )
+            if any(order.get(_top(use.operation, block), last) < last for use in value.uses):
+                raise _refuse(program, f"the host reads chip {c}'s results before the relay ends")
+
+
+def _top(op: Operation, block: Block) -> Operation:
+    """The op of ``block`` holding ``op``."""
+    while op.parent_block() is not block and op.parent_op() is not None:
+        op = op.parent_op()  # type: ignore[assignment]
+    return op
 
 
 def spmd(func: FuncOp) -> None:
@@ -253,13 +301,13 @@ def spmd(func: FuncOp) -> None:
             "and tp-relay first",
         )
     table = routes(relays[0])
-    _check(func, programs, table)
+    _check(func, programs, relays[0], table)
     # every program result the host reads (returns, or stores: a cache assembled from slices);
     # rank 0 gathers them at the end, each under a tag after the relay's
     outputs = [r for p in programs for r in p.outputs if r.uses]
     final = {v: len(table) + k for k, v in enumerate(outputs)}
     branches = [_branch(p, outputs, final, table) for p in programs]
-    first = programs[0]
+    first = next(op for op in block.ops if isinstance(op, ChipProgramOp))  # in block order
     # rank == c picks branch c; a rank past the last chip yields placeholders
     types = [v.type for v in outputs]
     rest = Block()
@@ -306,9 +354,11 @@ def _branch(
     finish = branch.last_op
     assert isinstance(finish, FinishOp)
     _unwrap_sections(branch)
-    _spell_links(branch, table)
+    pending = _spell_links(branch, table)
     mine = dict(zip(program.outputs, finish.values, strict=True))
     end = _Builder(branch, finish)
+    for requests, count in pending:
+        end.wait(requests, count)
     held: list[SSAValue] = []
     for value in outputs:
         if value in mine and c == 0:

@@ -41,6 +41,7 @@ from tp_dialect.runtime.iree_exec import IreeError
 from tp_dialect.runtime.model import (
     ModelError,
 )
+from tp_dialect.runtime.spmd import SpmdError
 from tp_dialect.signature import BindError
 from tp_dialect.tools.common import (
     LocatedError,
@@ -282,6 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             NotEnoughMemory,
             TpDiagnostic,
             mpi_exec.MpiError,
+            SpmdError,
             IreeError,
         ),
     )

@@ -52,3 +52,19 @@ builtin.module attributes {tp.chips = 2 : i64} {
     func.return %out : tensor<4xf32>
   }
 }
+
+// -----
+// Rank 0 gathers what the host reads: a module with no program on chip 0 has nobody to.
+// CHECK-LABEL: error: tp-to-mpi: no program on chip 0, whose rank gathers the host's values [not-exportable]
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %out = tp.chip_program on 1 (%x) {
+    ^bb0(%x1: tensor<4xf32>):
+      tp.finish %x1 : tensor<4xf32>
+    } -> (tensor<4xf32>)
+    tp.relay {
+      tp.run_to round 0 chip 1 halt 1
+    }
+    func.return %out : tensor<4xf32>
+  }
+}

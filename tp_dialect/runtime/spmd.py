@@ -3,20 +3,23 @@ per rank, each rank's messages through in-process queues.
 
 Every rank runs the entry function on the same inputs with its own interpreter; ``mpi`` ops
 mean what MPI says: ``mpi.comm.rank``/``mpi.comm.size`` the rank and the world's size,
-``mpi.unwrap_memref`` a buffer's storage, element count and type, ``mpi.isend``/``mpi.send``
-a copy of the first ``count`` elements to ``(dest, tag)``, ``mpi.recv`` a blocking receive
-of exactly ``count`` elements of the buffer's type from ``(source, tag)`` written into the
-buffer (messages between one pair under one tag arrive in order), ``mpi.waitall`` nothing
-(a send here completes when it is queued). A receive that waits longer than ``timeout``
-seconds, a count or type that does not match, or a failure on any rank stops the run with
-a `SpmdError` naming the rank. Rank 0's results are the run's.
+``mpi.unwrap_memref`` a buffer's storage, element count and type, ``mpi.isend`` a copy of
+the first ``count`` elements to ``(dest, tag)``, ``mpi.recv`` a blocking receive of exactly
+``count`` elements of the buffer's type from ``(source, tag)`` written into the buffer
+(messages between one pair under one tag arrive in order). A send completes only when it is
+received — MPI's least (synchronous) guarantee, so a program that needs buffering to finish
+deadlocks here as it could on a real MPI: ``mpi.send`` blocks until then, ``mpi.waitall``
+until its requests' sends are. A rank waiting longer than ``timeout`` seconds, a count or
+type that does not match, or a failure on any rank stops the run: the first failure is
+raised (an error at an op as it is, so a tool locates it; a wait as a `SpmdError` naming the
+rank and what it waits for). Rank 0's results are the run's.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -38,37 +41,64 @@ class SpmdError(RuntimeError, TpError):
 
 
 class World:
-    """The ranks' mailboxes: one FIFO per (source, dest, tag)."""
+    """The ranks' mailboxes: one FIFO per (source, dest, tag) of messages, each with the
+    event its receiver sets."""
 
     def __init__(self, size: int, timeout: float) -> None:
         self.size, self.timeout = size, timeout
-        self._boxes: dict[tuple[int, int, int], queue.Queue[np.ndarray]] = {}
+        self._boxes: dict[tuple[int, int, int], queue.Queue[tuple[np.ndarray, threading.Event]]]
+        self._boxes = {}
         self._lock = threading.Lock()
         self.failed = threading.Event()
 
-    def box(self, source: int, dest: int, tag: int) -> queue.Queue[np.ndarray]:
+    def _box(self, source: int, dest: int, tag: int) -> queue.Queue[Any]:
         with self._lock:
             return self._boxes.setdefault((source, dest, tag), queue.Queue())
 
-    def send(self, source: int, dest: int, tag: int, data: np.ndarray) -> None:
+    def send(self, source: int, dest: int, tag: int, data: np.ndarray) -> threading.Event:
+        """Post a copy of ``data``; the event is set when it is received."""
         if not 0 <= dest < self.size:
             raise SpmdError(f"rank {source} sends to rank {dest}, outside the {self.size} ranks")
-        self.box(source, dest, tag).put(np.array(data, copy=True))
+        taken = threading.Event()
+        self._box(source, dest, tag).put((np.array(data, copy=True), taken))
+        return taken
 
-    def receive(self, source: int, dest: int, tag: int) -> np.ndarray:
-        box = self.box(source, dest, tag)
+    def _wait(self, ready: Callable[[float], Any], rank: int, what: str) -> Any:
+        """``ready(step)`` until it answers (not None), a rank fails, or the timeout."""
         waited = 0.0
         while waited < self.timeout:
             if self.failed.is_set():
-                raise SpmdError(f"rank {dest} stopped: another rank failed")
+                raise _Stopped()
+            found = ready(0.1)
+            if found is not None:
+                return found
+            waited += 0.1
+        raise SpmdError(f"rank {rank} waited {self.timeout:g} s {what}: the ranks deadlock")
+
+    def receive(self, source: int, dest: int, tag: int) -> np.ndarray:
+        box = self._box(source, dest, tag)
+
+        def ready(step: float) -> np.ndarray | None:
             try:
-                return box.get(timeout=0.1)
+                data, taken = box.get(timeout=step)
             except queue.Empty:
-                waited += 0.1
-        raise SpmdError(
-            f"rank {dest} waited {self.timeout:g} s for tag {tag} from rank {source}: "
-            "no rank sends it"
+                return None
+            taken.set()
+            return data
+
+        return self._wait(ready, dest, f"for tag {tag} from rank {source}")
+
+    def complete(self, taken: threading.Event, rank: int, dest: int, tag: int) -> None:
+        """Return once the send ``taken`` stands for has been received."""
+        self._wait(
+            lambda step: True if taken.wait(step) else None,
+            rank,
+            f"for rank {dest} to receive tag {tag}",
         )
+
+
+class _Stopped(Exception):
+    """A rank stopped because another failed (not the failure to report)."""
 
 
 @register_impls
@@ -99,19 +129,22 @@ class MpiFunctions(InterpreterFunctions):
     def run_get(self, interpreter: Interpreter, op: mpi.VectorGetOp, args: PythonValues):
         return ((args[0], int(args[1])),)
 
-    def _send(self, args: PythonValues) -> None:
+    def _send(self, args: PythonValues) -> tuple[threading.Event, int, int]:
         buffer, count, _, dest, tag = args[:5]
         flat = np.asarray(buffer).reshape(-1)
-        self.world.send(self.rank, int(dest), int(tag), flat[: int(count)])
+        taken = self.world.send(self.rank, int(dest), int(tag), flat[: int(count)])
+        return taken, int(dest), int(tag)
 
     @impl(mpi.IsendOp)
     def run_isend(self, interpreter: Interpreter, op: mpi.IsendOp, args: PythonValues):
-        self._send(args)
+        requests, index = args[5]
+        requests[index] = self._send(args)  # waitall completes it
         return ()
 
     @impl(mpi.SendOp)
     def run_send(self, interpreter: Interpreter, op: mpi.SendOp, args: PythonValues):
-        self._send(args)
+        taken, dest, tag = self._send(args)
+        self.world.complete(taken, self.rank, dest, tag)  # blocks until received
         return ()
 
     @impl(mpi.RecvOp)
@@ -128,6 +161,10 @@ class MpiFunctions(InterpreterFunctions):
 
     @impl(mpi.WaitallOp)
     def run_waitall(self, interpreter: Interpreter, op: mpi.WaitallOp, args: PythonValues):
+        requests, count = args
+        for sent in requests[: int(count)]:
+            if sent is not None:
+                self.world.complete(sent[0], self.rank, sent[1], sent[2])
         return () if not op.results else (None,)
 
 
@@ -135,7 +172,7 @@ def run_spmd(
     module: ModuleOp,
     values: Mapping[str, Any],
     ranks: int,
-    timeout: float = 60.0,
+    timeout: float = 600.0,
     storage: bool = False,
     placed: dict[ShardOp, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
@@ -148,7 +185,7 @@ def run_spmd(
     ins, outs = ports(func)
     world = World(ranks, timeout)
     results: list[Any] = [None] * ranks
-    errors: list[tuple[int, BaseException]] = []
+    errors: list[tuple[int, BaseException]] = []  # in the order they happened
 
     def rank_main(rank: int) -> None:
         try:
@@ -160,7 +197,9 @@ def run_spmd(
             if storage:
                 args = [own_storage(a) for a in args]
             results[rank] = interpreter.call_op(func, tuple(args))
-        except BaseException as err:  # noqa: BLE001 - reported with its rank below
+        except _Stopped:
+            pass
+        except BaseException as err:  # noqa: BLE001 - the first is raised below
             errors.append((rank, err))
             world.failed.set()
 
@@ -169,9 +208,8 @@ def run_spmd(
         t.start()
     for t in threads:
         t.join()
-    if errors:
-        rank, err = min(errors, key=lambda e: (isinstance(e[1], SpmdError), e[0]))
-        raise SpmdError(f"rank {rank}: {err}") from err
+    if errors:  # the first: a wait names its rank; an error at an op is located as it is
+        raise errors[0][1]
     return {
         port.name: np.asarray(r, dtype=port.numpy_dtype)
         for port, r in zip(outs, results[0], strict=True)
