@@ -17,37 +17,10 @@ from xdsl.interpreters.func import FuncFunctions
 from tp_dialect.grid import stated_chips
 from tp_dialect.ops import ShardOp
 from tp_dialect.program_ops import ChipProgramOp
-from tp_dialect.runtime.binding import cast_problem, describe_port
+from tp_dialect.runtime.binding import bind
 from tp_dialect.runtime.numpy_impls import LocatingInterpreter, NumpyFunctions, own_storage
 from tp_dialect.runtime.relay_exec import run_linked
-from tp_dialect.signature import BindError, Port, entry_function, ports
-
-
-def bind(ins: list[Port], values: Mapping[str, Any]) -> list[Any]:
-    """Values for ``ins`` in order, checked: every port present (by its name, else its
-    alias, the positional ``arg0`` of an argument named by its text), shapes right, and each
-    value converted to the port's dtype where numpy's ``same_kind`` rule allows (an
-    integer where every value fits; a float never becomes an integer: `cast_problem`)."""
-    bound = []
-    for port in ins:
-        key = port.key_in(values)
-        if key is None:
-            raise BindError(f"missing argument '{port.name}' (expected {describe_port(port)})")
-        value = np.asarray(values[key])
-        if tuple(value.shape) != port.shape:
-            raise BindError(
-                f"argument '{port.name}': expected shape {list(port.shape)}, "
-                f"found {list(value.shape)}"
-            )
-        problem = cast_problem(port, value.dtype, "same_kind", value)
-        if problem:
-            raise BindError(f"argument '{port.name}' {problem}")
-        bound.append(
-            value.astype(port.numpy_dtype, copy=False)
-            if port.shape
-            else port.numpy_dtype.type(value)
-        )
-    return bound
+from tp_dialect.signature import BindError, entry_function, ports
 
 
 def run_program(

@@ -31,8 +31,8 @@ from xdsl.ir import Operation
 
 from tp_dialect.errors import TpError
 from tp_dialect.ops import ShardOp
+from tp_dialect.runtime.binding import bind
 from tp_dialect.runtime.numpy_impls import LocatingInterpreter, NumpyFunctions, own_storage
-from tp_dialect.runtime.reference import bind
 from tp_dialect.signature import entry_function, ports
 
 
