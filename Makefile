@@ -75,7 +75,7 @@ test: lint pytest lit
 # flags run through tp-opt and tp-run in-process (2 workers, FUZZ_TIMEOUT s per input); fails
 # on any internal error or hang, saving a minimised reproducer of each new failure class to
 # tests/fuzz_reproducers/ (`make test` runs the campaign's first 50 inputs: tests/test_fuzz_slice.py).
-# Then the leak-injection campaign at five times its `make test` size
+# Then the leak-injection campaign at fifteen times its `make test` size
 # (FUZZ_EXAMPLES per mutation kind; 300 -> 5,220 injected programs), so that both fit in
 # 15 minutes. Both always run; the target fails if either does.
 FUZZ_INPUTS ?= 20000

@@ -316,3 +316,17 @@ def test_broken_ring_folds_in_random_per_chip_programs_are_refused(
     what = FOLD_MUTATORS[kind](module, random.Random(seed))
     assume(what is not None)
     _refused(module, f"{kind}: {what}")
+
+
+def test_a_rotated_prefix_takes_each_chip_once_from_one_in_range() -> None:
+    """The fold finder's test for chip order or a rotation of it (which a ring's folds and
+    the leak campaign's swapped partials reach only now and then)."""
+    from tp_dialect.analysis.certify.folds import _rotated_prefix
+
+    assert _rotated_prefix((1, 2, 0), 3) and _rotated_prefix((2, 0), 3)
+    assert _rotated_prefix((0, 1), 2)
+    assert not _rotated_prefix((), 3)  # no partial yet
+    assert not _rotated_prefix((None, 0), 2)  # a spine value
+    assert not _rotated_prefix((3, 0), 3)  # a chip the grid does not have
+    assert not _rotated_prefix((0, 1, 0), 2)  # longer than N: a chip twice
+    assert not _rotated_prefix((0, 2), 3)  # a chip skipped

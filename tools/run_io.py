@@ -32,6 +32,7 @@ from tp_dialect.runtime.checkpoint import (
 from tp_dialect.runtime.files import not_regular
 from tp_dialect.runtime.host_memory import check_fits, run_needs
 from tp_dialect.runtime.progress import reporting
+from tp_dialect.runtime.spmd import is_spmd
 from tp_dialect.signature import entry_function, ports
 from tp_dialect.tools.common import (
     UserError,
@@ -198,10 +199,18 @@ def note(notes: Sequence[str]) -> None:
         print(f"tp-run: note: {line}", file=sys.stderr)
 
 
+def _unannotated(module: ModuleOp) -> ModuleOp:
+    """``module`` with its MLIR Shard annotations taken out, if it has any: the unsharded
+    program they annotate."""
+    if any(op.dialect_name() == "shard" for op in module.walk()):
+        return without_annotations(module)
+    return module
+
+
 def reference_of(args: argparse.Namespace, module: ModuleOp) -> ModuleOp:
     ctx = tp_context()
     if args.against:
-        return load_program(ctx, args.against)
+        return _unannotated(load_program(ctx, args.against))
     if "tp.config" not in module.attributes and args.program != "-":
         # A program annotated with MLIR Shard (run through tp-import-shard) is its own
         # unsharded reference once its annotations are taken out.
@@ -240,7 +249,13 @@ def execute(
 def warn_certificate(path: str, module: ModuleOp) -> None:
     """Say when the shard obligation was never checked, or checked on another program."""
     state = certificate.status(module)
-    if state == "missing":
+    if state == "missing" and is_spmd(entry_function(module)):
+        print(
+            f"tp-run: note: {path} is an SPMD function over mpi (tp-to-mpi's), which tp-verify "
+            "does not read: its certificate is the per-chip programs' it came from",
+            file=sys.stderr,
+        )
+    elif state == "missing":
         print(
             f"tp-run: warning: {path} carries no shard-obligation certificate "
             "(run tp-opt --tp-verify on it)",
