@@ -29,7 +29,7 @@ import numpy as np
 from fuzz.execute import REPO
 
 # Every pipeline a mutant may be run through (argv after the input file); at least the
-# ten the issue names. A pass option's file is a case file (@{name}).
+# ten the issue names, and every pass since. A pass option's file is a case file (@{name}).
 PIPELINES: tuple[tuple[str, ...], ...] = (
     (),
     ("-p", "tp-verify"),
@@ -61,6 +61,16 @@ PIPELINES: tuple[tuple[str, ...], ...] = (
     ("--tp-fuse=shim=sn40l report=true",),
     ("--tp-legalize",),
     ("--tp-legalize=shim=sn40l",),
+    ("--tp-narrow-wire",),
+    ("-p", "tp-raise-allreduce,tp-narrow-wire{report=true},tp-relocate,tp-transfers"),
+    ("--tp-to-mpi",),
+    (
+        "--tp-relocate=allreduce=twoshot",
+        "--tp-transfers",
+        "--tp-link-points",
+        "--tp-relay",
+        "--tp-to-mpi",
+    ),
     ("--tp-split=chips=2 plan=qwen3",),
     ("--tp-split=chips=2 plan=gpt2",),
     (
