@@ -183,3 +183,22 @@ def test_the_shard_example_goes_through_to_ranks(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr + done.stdout
     assert "result0" in done.stdout and "FAIL" not in done.stdout
     assert "an SPMD function over mpi (tp-to-mpi's), which tp-verify does not read" in done.stderr
+
+
+@pytest.mark.parametrize("narrow", [False, True])
+def test_real_mpi_ranks_compute_the_in_process_bits(tmp_path: Path, narrow: bool) -> None:
+    """``tp-run --mpi 2`` on the SPMD form: two MPI processes (mpich through mpi4py), the
+    mpi ops over MPI itself, compute what the threads compute in one process (f32 and bf16
+    messages)."""
+    module = _programs(2, "twoshot", narrow=narrow)
+    spmd = tmp_path / "spmd.mlir"
+    spmd.write_text(str(_spmd(module)))
+    outputs = tmp_path / "out.npz"
+    run = ("--random-weights", 0, "--random-inputs", 1, "--outputs", outputs)
+    done = _tool("tp_run", spmd, *run, "--mpi", 2, "--check")
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert "on 2 MPI rank(s) (SPMD over mpi)" in done.stdout and "FAIL" not in done.stdout
+    local = tmp_path / "local.npz"
+    assert _tool("tp_run", spmd, *run[:-1], local).returncode == 0
+    with np.load(outputs) as a, np.load(local) as b:
+        assert_bitwise(dict(a), dict(b), "MPI ranks")

@@ -11,17 +11,22 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
+from xdsl.dialects.builtin import ModuleOp
 
 from tp_dialect.runtime import mpi_exec, progress
 from tp_dialect.runtime.checkpoint import (
     TensorSource,
+    place_weights,
 )
 from tp_dialect.runtime.host_memory import check_fits, run_needs
 from tp_dialect.runtime.iree_exec import TARGET
 from tp_dialect.runtime.iree_mpi import run_mpi_iree
 from tp_dialect.runtime.launch import find_mpiexec, rank_env, run_bounded
+from tp_dialect.runtime.spmd import CommWorld, is_spmd, run_rank
+from tp_dialect.signature import entry_function
 from tp_dialect.tools.common import (
     UserError,
 )
@@ -188,6 +193,8 @@ def main_mpi(args: argparse.Namespace) -> int:
         module = imported(load_program(tp_context(), args.program), rank == 0)
         if rank == 0:
             warn_certificate(args.program, module)
+        if is_spmd(entry_function(module)):
+            return _main_spmd(args, module, comm)
         runnable = per_chip(module, args.allreduce, rank == 0, flat=iree)
         mpi_exec.check_world(runnable, comm.Get_size(), args.relay)
     except Exception as err:  # alike on every rank: one says it, none aborts
@@ -251,3 +258,33 @@ def main_mpi(args: argparse.Namespace) -> int:
         return 0
     assert given is not None  # rank 0 read them
     return check_outputs(args, module, source or source_of(args, module), given, run.outputs)
+
+
+def _main_spmd(args: argparse.Namespace, module: ModuleOp, comm: Any) -> int:
+    """An SPMD module over mpi (tp-to-mpi's) on these ranks: each rank reads the inputs
+    (the same, as they are seeded or files) and runs the function, its ``mpi`` ops over MPI
+    itself; rank 0 prints, writes ``--outputs`` and checks."""
+    rank, size = comm.Get_rank(), comm.Get_size()
+    if args.engine == "iree" or args.relay == "host":
+        raise UserError("an SPMD module runs on the interpreter, one rank a chip, no host rank")
+    t0 = time.perf_counter()
+    try:
+        source = source_of(args, module)
+        given = inputs_of(args, module)
+        check_sources(args, module, source, given, say=rank == 0)
+        placement = place_weights(module, source, given, casting=args.cast)
+        outputs = run_rank(
+            module, placement.values, rank, CommWorld(comm), args.storage, placement.placed
+        )
+    except BaseException as err:
+        print(f"tp-run: error: rank {rank}: {str(err) or type(err).__name__}", file=sys.stderr)
+        mpi_exec.abort(comm, 1)
+        return 1
+    if rank != 0:
+        return 0
+    elapsed = time.perf_counter() - t0
+    print(f"ran {args.program} on {size} MPI rank(s) (SPMD over mpi): {elapsed * 1e3:.1f} ms")
+    write_outputs(args, outputs)
+    if not (args.check or args.against):
+        return 0
+    return check_outputs(args, module, source, given, outputs)

@@ -75,7 +75,9 @@ class World:
             waited += 0.1
         raise SpmdError(f"rank {rank} waited {self.timeout:g} s {what}: the ranks deadlock")
 
-    def receive(self, source: int, dest: int, tag: int) -> np.ndarray:
+    def receive(self, source: int, dest: int, tag: int, like: np.ndarray) -> np.ndarray:
+        """The next message from ``source`` to ``dest`` under ``tag`` (``like``: the buffer it
+        is expected to fill, which MPI needs and the mailboxes check after)."""
         box = self._box(source, dest, tag)
 
         def ready(step: float) -> np.ndarray | None:
@@ -129,7 +131,7 @@ class MpiFunctions(InterpreterFunctions):
     def run_get(self, interpreter: Interpreter, op: mpi.VectorGetOp, args: PythonValues):
         return ((args[0], int(args[1])),)
 
-    def _send(self, args: PythonValues) -> tuple[threading.Event, int, int]:
+    def _send(self, args: PythonValues) -> tuple[Any, int, int]:
         buffer, count, _, dest, tag = args[:5]
         flat = np.asarray(buffer).reshape(-1)
         taken = self.world.send(self.rank, int(dest), int(tag), flat[: int(count)])
@@ -150,7 +152,8 @@ class MpiFunctions(InterpreterFunctions):
     @impl(mpi.RecvOp)
     def run_recv(self, interpreter: Interpreter, op: mpi.RecvOp, args: PythonValues):
         buffer, count, dtype, source, tag = args
-        data = self.world.receive(int(source), self.rank, int(tag))
+        like = np.empty(int(count), dtype)  # what the receive expects: MPI sizes it so
+        data = self.world.receive(int(source), self.rank, int(tag), like)
         if data.size != int(count) or data.dtype != dtype:
             raise SpmdError(
                 f"rank {self.rank} receives {count} {dtype} under tag {tag} from rank "
@@ -168,6 +171,32 @@ class MpiFunctions(InterpreterFunctions):
         return () if not op.results else (None,)
 
 
+def run_rank(
+    module: ModuleOp,
+    values: Mapping[str, Any],
+    rank: int,
+    world: Any,
+    storage: bool = False,
+    placed: dict[ShardOp, np.ndarray] | None = None,
+) -> dict[str, np.ndarray]:
+    """Rank ``rank``'s run of ``module``'s entry on ``values``, its messages through
+    ``world`` (`World`, or `CommWorld` over MPI itself); its results by name."""
+    func = entry_function(module)
+    ins, outs = ports(func)
+    interpreter = LocatingInterpreter(module)
+    interpreter.register_implementations(FuncFunctions())
+    interpreter.register_implementations(NumpyFunctions(placed, storage=storage))
+    interpreter.register_implementations(MpiFunctions(rank, world))
+    args = bind(ins, values)
+    if storage:
+        args = [own_storage(a) for a in args]
+    results = interpreter.call_op(func, tuple(args))
+    return {
+        port.name: np.asarray(r, dtype=port.numpy_dtype)
+        for port, r in zip(outs, results, strict=True)
+    }
+
+
 def run_spmd(
     module: ModuleOp,
     values: Mapping[str, Any],
@@ -177,26 +206,17 @@ def run_spmd(
     placed: dict[ShardOp, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
     """The entry function of ``module`` run by ``ranks`` ranks on ``values`` (every rank the
-    same inputs), messages between them in process; rank 0's results by name. With
-    ``storage``, in-place updates overwrite their destination (each rank its own copy of
-    the inputs), as `run_program`'s storage semantics; ``placed``: slices already cut for
-    the ``tp.shard`` ops (shared, read only)."""
-    func = entry_function(module)
-    ins, outs = ports(func)
+    same inputs), a thread each, messages between them in process; rank 0's results by
+    name. With ``storage``, in-place updates overwrite their destination (each rank its own
+    copy of the inputs), as `run_program`'s storage semantics; ``placed``: slices already
+    cut for the ``tp.shard`` ops (shared, read only)."""
     world = World(ranks, timeout)
-    results: list[Any] = [None] * ranks
+    results: list[dict[str, np.ndarray] | None] = [None] * ranks
     errors: list[tuple[int, BaseException]] = []  # in the order they happened
 
     def rank_main(rank: int) -> None:
         try:
-            interpreter = LocatingInterpreter(module)
-            interpreter.register_implementations(FuncFunctions())
-            interpreter.register_implementations(NumpyFunctions(placed, storage=storage))
-            interpreter.register_implementations(MpiFunctions(rank, world))
-            args = bind(ins, values)
-            if storage:
-                args = [own_storage(a) for a in args]
-            results[rank] = interpreter.call_op(func, tuple(args))
+            results[rank] = run_rank(module, values, rank, world, storage, placed)
         except _Stopped:
             pass
         except BaseException as err:  # noqa: BLE001 - the first is raised below
@@ -210,10 +230,42 @@ def run_spmd(
         t.join()
     if errors:  # the first: a wait names its rank; an error at an op is located as it is
         raise errors[0][1]
-    return {
-        port.name: np.asarray(r, dtype=port.numpy_dtype)
-        for port, r in zip(outs, results[0], strict=True)
-    }
+    assert results[0] is not None
+    return results[0]
+
+
+class CommWorld:
+    """`World`'s messages over MPI itself (an mpi4py communicator): a rank each process,
+    sends as ``Isend`` of a copy completed by ``Wait``, receives as ``Recv`` into a buffer
+    of the expected size (a message of another size is an error); the bytes travel (MPI
+    has no bf16)."""
+
+    def __init__(self, comm: Any) -> None:
+        self.comm, self.size = comm, comm.Get_size()
+
+    def send(self, source: int, dest: int, tag: int, data: np.ndarray) -> tuple[Any, np.ndarray]:
+        if not 0 <= dest < self.size:
+            raise SpmdError(f"rank {source} sends to rank {dest}, outside the {self.size} ranks")
+        # as bytes: MPI (through mpi4py) has no bf16, and the bits are all that travel
+        copy = np.ascontiguousarray(data).copy().reshape(-1).view(np.uint8)
+        return self.comm.Isend(copy, dest=dest, tag=tag), copy  # the copy lives until done
+
+    def receive(self, source: int, dest: int, tag: int, like: np.ndarray) -> np.ndarray:
+        from mpi4py import MPI
+
+        status = MPI.Status()
+        self.comm.Probe(source=source, tag=tag, status=status)
+        got = status.Get_count(MPI.BYTE)
+        if got != like.nbytes:
+            raise SpmdError(
+                f"rank {dest} receives {like.size} {like.dtype} under tag {tag} from rank "
+                f"{source}, which sent {got} bytes"
+            )
+        self.comm.Recv(like.reshape(-1).view(np.uint8), source=source, tag=tag)
+        return like
+
+    def complete(self, sent: tuple[Any, np.ndarray], rank: int, dest: int, tag: int) -> None:
+        sent[0].Wait()
 
 
 def is_spmd(func: Operation) -> bool:
@@ -221,4 +273,4 @@ def is_spmd(func: Operation) -> bool:
     return any(isinstance(op, mpi.CommRankOp) for op in func.walk())
 
 
-__all__ = ["MpiFunctions", "SpmdError", "World", "is_spmd", "run_spmd"]
+__all__ = ["CommWorld", "MpiFunctions", "SpmdError", "World", "is_spmd", "run_rank", "run_spmd"]
