@@ -202,3 +202,22 @@ def test_real_mpi_ranks_compute_the_in_process_bits(tmp_path: Path, narrow: bool
     assert _tool("tp_run", spmd, *run[:-1], local).returncode == 0
     with np.load(outputs) as a, np.load(local) as b:
         assert_bitwise(dict(a), dict(b), "MPI ranks")
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (("--stats",), "--stats counts per-chip programs' ranks: not an SPMD module's"),
+        (("--relay", "host"), "an SPMD module over mpi has no host rank: not --relay host"),
+        (("--mpi", 3), "--mpi 3 does not fit the program: it has 2 chip(s)"),
+    ],
+)
+def test_what_spmd_ranks_cannot_do_is_refused_before_they_start(
+    tmp_path: Path, flags: tuple[object, ...], said: str
+) -> None:
+    spmd = tmp_path / "spmd.mlir"
+    spmd.write_text(str(_spmd(_programs(2, "oneshot"))))
+    mpi_flags = () if "--mpi" in flags else ("--mpi", 2)
+    done = _tool("tp_run", spmd, "--random-weights", 0, "--random-inputs", 1, *mpi_flags, *flags)
+    assert done.returncode == 1
+    assert said in done.stderr and "Traceback" not in done.stderr

@@ -11,6 +11,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,7 @@ from tp_dialect.runtime.host_memory import check_fits, run_needs
 from tp_dialect.runtime.iree_exec import TARGET
 from tp_dialect.runtime.iree_mpi import run_mpi_iree
 from tp_dialect.runtime.launch import find_mpiexec, rank_env, run_bounded
-from tp_dialect.runtime.spmd import CommWorld, is_spmd, run_rank
+from tp_dialect.runtime.spmd import CommWorld, SpmdError, is_spmd, run_rank
 from tp_dialect.signature import entry_function
 from tp_dialect.tools.common import (
     UserError,
@@ -87,12 +88,17 @@ def launch(args: argparse.Namespace, argv: list[str]) -> int:
             f"--mpi {args.mpi} does not fit the program: it has {chips} chip(s), one rank "
             f"each: give --mpi {chips}"
         )
+    spmd = is_spmd(entry_function(module))
+    if spmd:
+        _check_spmd_flags(args)
     ranks = args.mpi + (args.relay == "host")
-    # The ranks share this host's memory and together hold at least what one process would.
+    # The ranks share this host's memory and together hold at least what one process would;
+    # an SPMD module's ranks each hold every argument.
     random = (args.random_weights is not None, args.random_inputs is not None)
-    check_fits(
-        run_needs(module, args.storage, *random), f"running {args.program} on {ranks} rank(s)"
-    )
+    needs = run_needs(module, args.storage, *random)
+    if spmd:
+        needs = replace(needs, arguments=needs.arguments * ranks, copies=needs.copies * ranks)
+    check_fits(needs, f"running {args.program} on {ranks} rank(s)")
     cmd = [mpiexec, "-n", str(ranks), sys.executable, "-m", "tp_dialect.tools.tp_run"]
     cmd += [*strip_mpi(argv), "--backend", "mpi"]
     cmd += ["--engine", "iree"] if args.backend == "iree" else []
@@ -265,8 +271,12 @@ def _main_spmd(args: argparse.Namespace, module: ModuleOp, comm: Any) -> int:
     (the same, as they are seeded or files) and runs the function, its ``mpi`` ops over MPI
     itself; rank 0 prints, writes ``--outputs`` and checks."""
     rank, size = comm.Get_rank(), comm.Get_size()
-    if args.engine == "iree" or args.relay == "host":
-        raise UserError("an SPMD module runs on the interpreter, one rank a chip, no host rank")
+    _check_spmd_flags(args)
+    chips = mpi_exec.program_chips(module)
+    if size != chips:  # alike on every rank, before anything is read
+        raise UserError(
+            f"the SPMD module runs on {chips} rank(s), one a chip: this world has {size}"
+        )
     t0 = time.perf_counter()
     try:
         source = source_of(args, module)
@@ -277,14 +287,27 @@ def _main_spmd(args: argparse.Namespace, module: ModuleOp, comm: Any) -> int:
             module, placement.values, rank, CommWorld(comm), args.storage, placement.placed
         )
     except BaseException as err:
-        print(f"tp-run: error: rank {rank}: {str(err) or type(err).__name__}", file=sys.stderr)
+        text = str(err) or type(err).__name__
+        said = text if isinstance(err, SpmdError) else f"rank {rank} (chip {rank}): {text}"
+        print(f"tp-run: error: {said}", file=sys.stderr, flush=True)  # SpmdError names ranks
         mpi_exec.abort(comm, 1)
         return 1
     if rank != 0:
         return 0
     elapsed = time.perf_counter() - t0
-    print(f"ran {args.program} on {size} MPI rank(s) (SPMD over mpi): {elapsed * 1e3:.1f} ms")
+    how = ", storage semantics" if args.storage else ""
+    print(f"ran {args.program} on {size} MPI rank(s) (SPMD over mpi{how}): {elapsed * 1e3:.1f} ms")
     write_outputs(args, outputs)
     if not (args.check or args.against):
         return 0
     return check_outputs(args, module, source, given, outputs)
+
+
+def _check_spmd_flags(args: argparse.Namespace) -> None:
+    """Refuse what an SPMD module's ranks cannot do (before any rank starts, under --mpi)."""
+    if args.engine == "iree" or args.backend == "iree":
+        raise UserError("an SPMD module over mpi runs on the interpreter: not --backend iree")
+    if args.relay == "host":
+        raise UserError("an SPMD module over mpi has no host rank: not --relay host")
+    if args.stats:
+        raise UserError("--stats counts per-chip programs' ranks: not an SPMD module's")
