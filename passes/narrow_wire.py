@@ -34,7 +34,8 @@ from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, Rewrite
 from xdsl.rewriter import InsertPoint
 
 from tp_dialect.certificate import kept
-from tp_dialect.collectives import WIRE_ATTR
+from tp_dialect.collectives import WIRE_ATTR, WIRES
+from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.names import value_hint, value_name
 from tp_dialect.ops import AllReduceOp
 from tp_dialect.passes.options import ShimName, base_shim
@@ -132,6 +133,8 @@ class TpNarrowWire(ModulePass):
     report: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.wire not in WIRES:  # built from Python, the option skipped the parser's check
+            raise TpDiagnostic(None, f"{self.name}: no wire format '{self.wire}' (known: bf16)")
         pattern = NarrowAllReduce(base_shim(self.name, self.shim))
         with kept(op):  # the same sums over the same chips, rounded: the claim holds
             PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(op)

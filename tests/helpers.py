@@ -4,6 +4,9 @@ per configuration and worker, random values for a module, and bitwise output com
 from __future__ import annotations
 
 import functools
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -16,6 +19,8 @@ from tp_dialect.tools.source import parse_module
 from tp_dialect.universe import tp_context
 
 CTX = tp_context()
+BIN = Path(sys.executable).parent
+"""Where the project's tools are installed (beside the running Python)."""
 
 
 def tiny(**overrides: int | str | bool) -> Qwen3Config:
@@ -63,3 +68,10 @@ def assert_bitwise(a: dict[str, np.ndarray], b: dict[str, np.ndarray], where: st
 def funcs(module: ModuleOp) -> dict[str, FuncOp]:
     """``module``'s functions by name."""
     return {f.sym_name.data: f for f in module.ops if isinstance(f, FuncOp)}
+
+
+def tool(name: str, *args: object) -> subprocess.CompletedProcess[str]:
+    """The installed tool ``name`` (``tp-run`` …) run on ``args``, its output captured."""
+    return subprocess.run(
+        [str(BIN / name), *map(str, args)], capture_output=True, text=True, timeout=300
+    )

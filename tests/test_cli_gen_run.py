@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import tool
 from safetensors.numpy import save_file
 
 BIN = Path(sys.executable).parent
-
-
-def tool(name: str, *args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(BIN / name), *map(str, args)], capture_output=True, text=True, timeout=300
-    )
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 import gzip
 import hashlib
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from gpt2_numpy_reference import gpt2_decode, random_gpt2_weights
+from helpers import tool
 from megatron import FOLDER, golden_name
 from safetensors.numpy import save_file
 from xdsl.dialects.builtin import DictionaryAttr, ModuleOp, StringAttr
@@ -341,12 +341,6 @@ def test_qwen3_cli_unchanged(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 # -- tp-run on the generated program ---------------------------------------------------
-
-
-def tool(name: str, *args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(BIN / name), *map(str, args)], capture_output=True, text=True, timeout=300
-    )
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,6 @@ GPT-2 logits stay within 1e-2 (of their largest magnitude) of transformers' f32 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,7 +19,7 @@ import hf_reference as R
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers import assert_bitwise, program, tiny, values_for
+from helpers import CTX, assert_bitwise, program, tiny, tool, values_for
 from ir_helpers import apply, parse
 from xdsl.dialects.func import FuncOp
 from xdsl.dialects.linalg import ops as linalg
@@ -132,26 +130,17 @@ def test_the_shim_says_who_reads_bf16() -> None:
     assert sn40l.activation(matmul, 2) is None  # its accumulator stays f32
 
 
-def _tool(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tp_dialect.tools.tp_run", *map(str, args)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-
-
 def test_check_measures_the_bf16_wire_at_its_own_tolerance(tmp_path: Path) -> None:
     module = _narrowed("", chips=2)
     apply(module, STAGES["programs"] % "twoshot")  # type: ignore[arg-type]
     path = tmp_path / "narrow.mlir"
     path.write_text(str(module))
     run = ("--random-weights", 0, "--random-inputs", 1, "--check")
-    proc = _tool(path, *run)
+    proc = tool("tp-run", path, *run)
     assert proc.returncode == 0, proc.stderr
     assert "(rtol 0.01, atol 1e-05; all-reduces carry bf16)" in proc.stdout
     # at f32's tolerance the rounding shows: the check can fail
-    proc = _tool(path, *run, "--rtol", "1e-4")
+    proc = tool("tp-run", path, *run, "--rtol", "1e-4")
     assert proc.returncode == 1
     assert "check failed: hidden_states beyond tolerance" in proc.stderr
 
@@ -186,8 +175,8 @@ def test_mpi_ranks_compute_the_narrowed_bits(tmp_path: Path) -> None:
     path, out_mpi, out_local = (tmp_path / n for n in ("p.mlir", "mpi.npz", "local.npz"))
     path.write_text(str(module))
     run = ("--random-weights", 0, "--random-inputs", 1)
-    assert _tool(path, *run, "--outputs", out_local).returncode == 0
-    proc = _tool(path, *run, "--mpi", 2, "--outputs", out_mpi)
+    assert tool("tp-run", path, *run, "--outputs", out_local).returncode == 0
+    proc = tool("tp-run", path, *run, "--mpi", 2, "--outputs", out_mpi)
     assert proc.returncode == 0, proc.stderr
     with np.load(out_local) as a, np.load(out_mpi) as b:
         assert_bitwise(dict(a), dict(b), "MPI")
@@ -211,3 +200,13 @@ def test_tp_generate_opts_in_with_wire(tmp_path: Path) -> None:
     scale = float(np.abs(want_logits).max())
     assert float(np.abs(got - want_logits).max()) < 1e-2 * scale
     assert float(np.abs(got - want_logits).max()) > 1e-5 * scale
+
+
+def test_a_wire_format_it_has_not_is_one_line_from_python_too() -> None:
+    from tp_dialect.diagnostics import TpDiagnostic
+    from tp_dialect.passes.narrow_wire import TpNarrowWire
+
+    with pytest.raises(TpDiagnostic, match="tp-narrow-wire: no wire format 'int8' .known: bf16."):
+        TpNarrowWire(wire="int8").apply(CTX, parse(MLP))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown wire format 'int8'"):
+        tp_dialect.load(Path("/nonexistent"), wire="int8")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import program, tiny
+from helpers import program, tiny, tool
 from ir_helpers import apply, parse
 from safetensors.numpy import save_file
 
@@ -65,12 +65,6 @@ MATMUL = "\n".join(
         "}",
     ]
 )
-
-
-def tool(name: str, *args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(BIN / name), *map(str, args)], capture_output=True, text=True, timeout=300
-    )
 
 
 def mlp_values(seed: int = 0) -> dict[str, np.ndarray]:

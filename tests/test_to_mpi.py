@@ -13,13 +13,11 @@ with ``--check``.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import CTX, assert_bitwise, program, tiny, values_for
+from helpers import CTX, assert_bitwise, program, tiny, tool, values_for
 from hypothesis import given, settings
 from ir_helpers import SETTINGS, apply, parse
 from test_properties_relay import Lowered, lowered
@@ -150,20 +148,14 @@ def test_random_programs_run_as_ranks_as_under_the_relay(case: Lowered) -> None:
     assert_bitwise(run_spmd(spmd, case.prog.inputs, n, timeout=20.0, storage=True), stored)
 
 
-def _tool(module: str, *args: object) -> subprocess.CompletedProcess[str]:
-    """``python -m tp_dialect.tools.<module> args``, its output captured."""
-    command = [sys.executable, "-m", f"tp_dialect.tools.{module}", *map(str, args)]
-    return subprocess.run(command, capture_output=True, text=True, check=False)
-
-
 def test_tp_run_runs_the_spmd_form_and_checks_it(tmp_path: Path) -> None:
     source, spmd, outputs = (tmp_path / n for n in ("layer.mlir", "spmd.mlir", "out.npz"))
-    done = _tool("tp_gen", "qwen3", "--preset", "tiny", "--chips", 2, "-o", source)
+    done = tool("tp-gen", "qwen3", "--preset", "tiny", "--chips", 2, "-o", source)
     assert done.returncode == 0, done.stderr
-    done = _tool("tp_opt", source, "-p", (PROGRAMS % "twoshot") + ",tp-to-mpi", "-o", spmd)
+    done = tool("tp-opt", source, "-p", (PROGRAMS % "twoshot") + ",tp-to-mpi", "-o", spmd)
     assert done.returncode == 0, done.stderr
     run = ("--random-weights", 0, "--random-inputs", 1, "--check", "--outputs", outputs)
-    done = _tool("tp_run", spmd, *run)
+    done = tool("tp-run", spmd, *run)
     assert done.returncode == 0, done.stderr + done.stdout
     assert "hidden_states" in done.stdout and "FAIL" not in done.stdout
     with np.load(outputs) as got:
@@ -177,9 +169,9 @@ def test_the_shard_example_goes_through_to_ranks(tmp_path: Path) -> None:
     example = Path(__file__).resolve().parents[1] / "examples" / "shard_mlp.mlir"
     spmd = tmp_path / "spmd.mlir"
     passes = "tp-import-shard,tp-relocate,tp-transfers,tp-phase,tp-verify,tp-link-points,"
-    done = _tool("tp_opt", example, "-p", passes + "tp-relay,tp-to-mpi", "-o", spmd)
+    done = tool("tp-opt", example, "-p", passes + "tp-relay,tp-to-mpi", "-o", spmd)
     assert done.returncode == 0, done.stderr
-    done = _tool("tp_run", spmd, "--random-weights", 0, "--random-inputs", 1, "--against", example)
+    done = tool("tp-run", spmd, "--random-weights", 0, "--random-inputs", 1, "--against", example)
     assert done.returncode == 0, done.stderr + done.stdout
     assert "result0" in done.stdout and "FAIL" not in done.stdout
     assert "an SPMD function over mpi (tp-to-mpi's), which tp-verify does not read" in done.stderr
@@ -195,11 +187,11 @@ def test_real_mpi_ranks_compute_the_in_process_bits(tmp_path: Path, narrow: bool
     spmd.write_text(str(_spmd(module)))
     outputs = tmp_path / "out.npz"
     run = ("--random-weights", 0, "--random-inputs", 1, "--outputs", outputs)
-    done = _tool("tp_run", spmd, *run, "--mpi", 2, "--check")
+    done = tool("tp-run", spmd, *run, "--mpi", 2, "--check")
     assert done.returncode == 0, done.stderr + done.stdout
     assert "on 2 MPI rank(s) (SPMD over mpi)" in done.stdout and "FAIL" not in done.stdout
     local = tmp_path / "local.npz"
-    assert _tool("tp_run", spmd, *run[:-1], local).returncode == 0
+    assert tool("tp-run", spmd, *run[:-1], local).returncode == 0
     with np.load(outputs) as a, np.load(local) as b:
         assert_bitwise(dict(a), dict(b), "MPI ranks")
 
@@ -218,6 +210,6 @@ def test_what_spmd_ranks_cannot_do_is_refused_before_they_start(
     spmd = tmp_path / "spmd.mlir"
     spmd.write_text(str(_spmd(_programs(2, "oneshot"))))
     mpi_flags = () if "--mpi" in flags else ("--mpi", 2)
-    done = _tool("tp_run", spmd, "--random-weights", 0, "--random-inputs", 1, *mpi_flags, *flags)
+    done = tool("tp-run", spmd, "--random-weights", 0, "--random-inputs", 1, *mpi_flags, *flags)
     assert done.returncode == 1
     assert said in done.stderr and "Traceback" not in done.stderr

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tp_dialect.collectives import WIRES
 from tp_dialect.runtime.generation import GenerationResult
 from tp_dialect.tools.common import (
     ToolParser,
@@ -71,7 +72,7 @@ def parser() -> ToolParser:
     )
     p.add_argument(
         "--wire",
-        choices=["bf16"],
+        choices=list(WIRES),
         help="all-reduces whose readers read bf16 carry bf16 (tp-narrow-wire; default f32)",
     )
     p.add_argument("--report", help="write ids, ttft_s and tpot_s here (JSON)")

@@ -188,6 +188,9 @@ WIRE_ATTR = "tp.wire"
 """A module attribute naming the narrow format some of its all-reduces carry (``"bf16"``,
 written by tp-narrow-wire): their sums differ from the f32 program's by its rounding."""
 
+WIRES = ("bf16",)
+"""The narrow formats an all-reduce may carry (tp-narrow-wire's ``wire`` values)."""
+
 AUTO = "auto"
 """The option value asking for the algorithm with the least modelled time."""
 

@@ -24,6 +24,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
+from tp_dialect.collectives import WIRES
 from tp_dialect.errors import TpError
 from tp_dialect.frontend.registry import Pretrained, read_model
 from tp_dialect.frontend.split import split_module
@@ -216,8 +217,8 @@ def load(
             f"IREE runs the per-chip programs: stage 'programs', not '{stage}' (the "
             "interpreter runs every stage)"
         )
-    if wire not in (None, "bf16"):
-        raise ServingError(f"unknown wire format '{wire}' (bf16, or none: f32)")
+    if wire is not None and wire not in WIRES:
+        raise ServingError(f"unknown wire format '{wire}' ({', '.join(WIRES)}, or none: f32)")
     model = read_model(directory)
     model.check_chips(chips)
     options = Options(chips, max_positions, batch, stage, logits, wire)
