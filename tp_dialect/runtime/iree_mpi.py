@@ -2,12 +2,13 @@
 (IREE's compiled functions in `run_mpi_iree`; anything else in the tests).
 
 `run_rank` is one rank's part of the relay: its own chip's ``run`` steps in the relay's
-order, a ``copy`` from its chip a send of that buffer (as a host array, non-blocking), a
-``copy`` to its chip a receive (blocking) handed to ``place`` — its device — before a
-segment reads it. Every rank walks the same relay in the same order, and a send never
-waits, so a receive always has its send posted by a rank that is not waiting on it: the
-ranks cannot deadlock. Buffers travel through mpi4py's ``pkl5`` (pickle protocol 5, the
-array's bytes out of band: no copy into the pickle, no size limit of one MPI message).
+order, a ``copy`` from its chip a send of that buffer (as a host array, non-blocking) posted
+right after the rank's run that made it (`rank_order`), a ``copy`` to its chip a receive
+(blocking) handed to ``place`` — its device — before a segment reads it. Every rank walks
+the same relay in the same order, and a send never waits, so a receive always has its send
+posted by a rank that is not waiting on it: the ranks cannot deadlock. Buffers travel
+through mpi4py's ``pkl5`` (pickle protocol 5, the array's bytes out of band: no copy into
+the pickle, no size limit of one MPI message).
 
 `run_mpi_iree` is ``tp-run --mpi N --backend iree``'s rank: inputs read on rank 0 and
 broadcast, each rank loading only its own weights and slices (`place_weights` with
@@ -80,6 +81,36 @@ def copied_names(manifest: dict[str, Any]) -> list[str]:
     return [step["copy"] for step in manifest["relay"] if "copy" in step]
 
 
+def rank_order(manifest: dict[str, Any], rank: int) -> list[dict[str, Any]]:
+    """The relay's steps as rank ``rank`` takes them: each copy from its chip moved up to
+    right after the rank's own run that made the buffer, everything else in the relay's
+    order. The relay is one order for a host doing every step; a rank walking it as it is
+    would compute its next segment before posting a send the relay lists after that run,
+    and the receiver would wait the whole segment (MPI moves a send only while its sender
+    calls MPI). A send never waits, so posting it earlier cannot deadlock."""
+    made_by = {
+        s["function"]: [p["name"] for p in s["results"] if p["kind"] == "send"]
+        for s in manifest["segments"]
+        if s["chip"] == rank
+    }
+    relay = manifest["relay"]
+    made: dict[str, int] = {}  # a buffer's latest making run (its place in the relay)
+    after: dict[int, list[dict[str, Any]]] = {}
+    moved: set[int] = set()
+    for i, step in enumerate(relay):
+        if "run" in step:
+            made.update((name, i) for name in made_by.get(step["run"], ()))
+        elif step["from"] == rank and step["copy"] in made:
+            after.setdefault(made[step["copy"]], []).append(step)
+            moved.add(i)
+    order: list[dict[str, Any]] = []
+    for i, step in enumerate(relay):
+        if i not in moved:
+            order.append(step)
+        order.extend(after.get(i, ()))
+    return order
+
+
 def run_rank(
     manifest: dict[str, Any],
     rank: int,
@@ -100,7 +131,7 @@ def run_rank(
     on_host: dict[str, np.ndarray] = {}  # a buffer copied back once, however many receive it
     carried: dict[str, Any] = {}
     finished: Finished = {}
-    for step in manifest["relay"]:
+    for step in rank_order(manifest, rank):
         if "copy" in step:
             name = step["copy"]
             if step["from"] == rank:
@@ -129,7 +160,9 @@ def gather_outputs(comm: Any, finished: Finished, place: Callable[[np.ndarray], 
     to ``place``; rank 0's own kept as they are), an empty dict on the other ranks."""
     rank = comm.Get_rank()
     sent = None if rank == 0 else {k: to_host(v) for k, v in finished.items()}
-    gathered = comm.gather(sent, root=0)
+    from mpi4py.util import pkl5  # loaded when ranks run; outputs out of band, as links'
+
+    gathered = pkl5.Intracomm(comm).gather(sent, root=0)
     if rank != 0:
         return {}
     out = dict(finished)
