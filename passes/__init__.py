@@ -48,6 +48,12 @@ def _fuse_epilogue() -> type[ModulePass]:
     return TpFuseEpilogue
 
 
+def _export_shard() -> type[ModulePass]:
+    from tp_dialect.passes.export_shard import TpExportShard
+
+    return TpExportShard
+
+
 def _import_shard() -> type[ModulePass]:
     from tp_dialect.passes.import_shard import TpImportShard
 
@@ -129,6 +135,7 @@ def _legalize() -> type[ModulePass]:
 TP_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tp-split": _split,
     "tp-import-shard": _import_shard,
+    "tp-export-shard": _export_shard,
     "tp-verify": _verify,
     "tp-raise-allreduce": _raise_allreduce,
     "tp-fold-allreduce": _fold_allreduce,

@@ -316,17 +316,24 @@ def run(module: Any) -> dict[str, np.ndarray]:
     return run_program(module, placement.values, placement.placed, False)
 
 
-@settings(max_examples=40, **SETTINGS)
-@given(split_programs())
-def test_random_chains_split_by_random_plans_keep_their_numbers(
-    tmp_path_factory: Any, case: tuple[str, dict[str, Any], int]
-) -> None:
+def split_case(tmp_path_factory: Any, case: tuple[str, dict[str, Any], int]) -> tuple[Any, Any]:
+    """A drawn case's source program and what tp-split writes for it by its plan."""
     text, plan, chips = case
     source = parse(text)
     path = Path(tmp_path_factory.mktemp("plan")) / "plan.json"
     path.write_text(json.dumps(plan))
     module = source.clone()
     TpSplit(chips=chips, plan=str(path)).apply(tp_context(), module)
+    return source, module
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(split_programs())
+def test_random_chains_split_by_random_plans_keep_their_numbers(
+    tmp_path_factory: Any, case: tuple[str, dict[str, Any], int]
+) -> None:
+    text, _, _ = case
+    source, module = split_case(tmp_path_factory, case)
     TpVerify().apply(tp_context(), module)  # the certificate holds on what tp-split wrote
     got, want = run(module), run(source)
     assert sorted(got) == sorted(want)

@@ -1,0 +1,618 @@
+"""tp-export-shard: a tp program as tp-split writes it becomes the unsharded program with MLIR
+Shard annotations stating the split tp chose — the form tp-import-shard reads.
+
+Invariant: tp-import-shard on the output gives back the input, text for text; the pass
+checks that itself before it changes anything, and refuses (``not-exportable``) a program
+whose re-import differs. The output holds one ``shard.grid`` of N devices, a
+``shard.shard`` of every entry argument the chips load in N equal runs (the plan), and one of
+every value tp-split's propagation cuts or sums (claims tp-import-shard checks): a cut value
+split along its axis, a summed partial sum replicated — where MLIR's own partitioning would
+place the ``shard.all_reduce`` tp's ``tp.allreduce`` stands for. No ``tp`` op is left.
+
+The un-split reads what tp-split writes (`tp_dialect.passes.split_walk`): chip 0's copy of
+each op is the unsharded op over the whole values (its cut axis the chips' runs summed, its
+name without ``_c0``), a ``tp.shard`` a view of its argument, a chip's ``tensor.empty`` /
+``linalg.fill`` / ``tensor.extract_slice`` of a whole value a view of that value, a
+``tp.allreduce`` or ``tp.unshard`` the value its parts are parts of; the other chips' copies
+go. Refused by name: a program after tp-relocate (any other ``tp`` op), an outlined program
+(calls), a vocabulary cut (``tp.maxloc``, masked gathers: not MLIR Shard annotations), an
+argument cut in runs other than N equal contiguous ones (``shard-unsupported``).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func, shard, tensor
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    FlatSymbolRefAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    i16,
+    i64,
+)
+from xdsl.dialects.linalg import ops as linalg
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineDimExpr
+from xdsl.passes import ModulePass
+from xdsl.printer import Printer
+
+from tp_dialect.analysis.split.layouts import Split, collapse, expand, window
+from tp_dialect.analysis.split.plan import TpPlan
+from tp_dialect.attrs import chip_of
+from tp_dialect.certificate import CERTIFICATE_ATTR
+from tp_dialect.diagnostics import TpDiagnostic
+from tp_dialect.grid import CHIPS_ATTR
+from tp_dialect.names import value_hint, value_name
+from tp_dialect.ops import AllReduceOp, ShardOp, UnshardOp
+from tp_dialect.passes.import_shard import ArgumentEntry, import_shard
+from tp_dialect.passes.split_walk import Splitter
+from tp_dialect.reject import TpReject
+from tp_dialect.signature import NAME_ATTR, entry_function
+
+GRID = "chips"
+_KEPT_TP_OPS = (ShardOp, AllReduceOp, UnshardOp)
+
+
+def _shape(v: SSAValue) -> list[int]:
+    t = v.type
+    return list(t.get_shape()) if isinstance(t, TensorType) else []
+
+
+def _whole(v: SSAValue, shape: Sequence[int]) -> TensorType:
+    t = v.type
+    assert isinstance(t, TensorType)
+    return TensorType(t.element_type, list(shape))
+
+
+def _dense(values: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, list(values))
+
+
+def _base(name: str, chip: int = 0) -> str:
+    suffix = f"_c{chip}"
+    return name[: -len(suffix)] if name.endswith(suffix) else name
+
+
+@dataclass
+class _View:
+    """A chip's buffer made for a whole value tp-split no longer holds (a ``tensor.empty``,
+    or a ``linalg.fill`` of one): made whole once a reader states its shape."""
+
+    op: Operation
+    init: _View | None = None
+    made: SSAValue | None = None
+
+
+class _Unsplit:
+    """The walk: P's entry block in order, each chip-0 op its unsharded op in a new block."""
+
+    def __init__(self, fn: func.FuncOp, chips: int) -> None:
+        self.fn, self.n = fn, chips
+        self.block = Block(arg_types=[a.type for a in fn.body.block.args])
+        self.u: dict[SSAValue, SSAValue] = {}
+        for old, new in zip(fn.body.block.args, self.block.args, strict=True):
+            new.name_hint = old.name_hint
+            self.u[old] = new
+        self.views: dict[SSAValue, _View] = {}
+        self.split: dict[SSAValue, Split] = {}  # cut values of the unsharded program
+        self.arg_cuts: dict[BlockArgument, set[Split]] = {}  # the plan's cuts
+        self.loaded: dict[SSAValue, Split] = {}  # a chip's cut of an argument (tp.shard)
+        self.peers = self._pair()
+
+    # -- pairing chips' copies ---------------------------------------------------------
+
+    def _pair(self) -> dict[Operation, list[Operation]]:
+        """Each chip-0 op with the other chips' copies of it, by name: tp-split names chip
+        c's copy of ``%x`` ``%x_c<c>`` (a view ``%<reader>_<x>_c<c>``); the k-th op of a
+        name on chip c is the k-th of that name on chip 0. (Not by order: the parts of a cut
+        argument are made for every chip at once, the other views chip by chip.)"""
+        keyed: dict[int, dict[tuple[str, int], Operation]] = {}
+        seen: dict[tuple[int, str], int] = {}
+        for op in self.fn.body.block.ops:
+            chips = {chip_of(r.type) for r in op.results} - {None}
+            if len(chips) != 1 or isinstance(op, AllReduceOp | UnshardOp):
+                continue
+            chip = chips.pop()
+            assert chip is not None
+            base = re.sub(rf"_c{chip}(_\d+)?$", r"\1", value_name(op.results[0]))
+            k = seen[(chip, base)] = seen.get((chip, base), -1) + 1
+            keyed.setdefault(chip, {})[(base, k)] = op
+        zero = keyed.get(0, {})
+        if sorted(keyed) != list(range(self.n if zero else 0)) or any(
+            ops.keys() != zero.keys() for ops in keyed.values()
+        ):
+            raise self.refuse(self.fn, "the chips do not run one program each as tp-split writes")
+        return {op: [keyed[c][key] for c in range(self.n)] for key, op in zero.items()}
+
+    def refuse(self, op: Operation, why: str) -> TpDiagnostic:
+        return TpReject.NOT_EXPORTABLE.at(op, f"tp-export-shard: {why}")
+
+    # -- values ----------------------------------------------------------------------------
+
+    def value(self, v: SSAValue, shape: Sequence[int] | None = None) -> SSAValue:
+        """The unsharded value chip 0's ``v`` stands for (a view made whole with ``shape``)."""
+        if v in self.views:
+            return self.made(self.views[v], shape)
+        return self.u[v]
+
+    def made(self, view: _View, shape: Sequence[int] | None) -> SSAValue:
+        if view.made is not None:
+            if shape is not None and list(_shape(view.made)) != list(shape):
+                raise self.refuse(view.op, "one buffer read at two shapes")
+            return view.made
+        if shape is None:
+            raise self.refuse(view.op, "a chip's buffer read where its whole shape is not known")
+        result = view.op.results[0]
+        if isinstance(view.op, tensor.EmptyOp):
+            op: Operation = tensor.EmptyOp([], _whole(result, shape))
+        else:
+            assert isinstance(view.op, linalg.FillOp) and view.init is not None
+            init = self.made(view.init, shape)
+            scalars = [self.u[v] for v in view.op.inputs]
+            op = linalg.FillOp(scalars, [init], [init.type])
+        self.block.add_op(op)
+        view.made = op.results[0]
+        view.made.name_hint = result.name_hint  # named by the view's name (`finish`)
+        return view.made
+
+    def cut_of(self, v: SSAValue) -> Split | None:
+        if v in self.loaded:
+            return self.loaded[v]
+        return self.split.get(self.u[v]) if v in self.u else None
+
+    # -- the walk --------------------------------------------------------------------------
+
+    def run(self) -> None:
+        for op in self.fn.body.block.ops:
+            if isinstance(op, func.CallOp):
+                raise self.refuse(op, "an outlined program: tp-import-shard reads flat ones")
+            if op.name == "tp.maxloc":
+                raise self.refuse(
+                    op, "an argmax over a cut vocabulary (tp.maxloc): MLIR's sharding has no "
+                    "max-with-index reduction",
+                )  # fmt: skip
+            if op.name.startswith("tp.") and not isinstance(op, _KEPT_TP_OPS):
+                raise self.refuse(
+                    op,
+                    f"'{op.name}': export tp-split's output, before tp-relocate and later passes",
+                )
+            if isinstance(op, func.ReturnOp):
+                continue  # written by `finish`, over the unsharded values
+            if isinstance(op, AllReduceOp | UnshardOp):
+                self.u[op.results[0]] = self.u[op.operands[0]]
+            elif op in self.peers:
+                self.chip_op(op)
+            elif not any(chip_of(v.type) is not None for v in (*op.results, *op.operands)):
+                self.spine(op)
+
+    def spine(self, op: Operation) -> None:
+        mapper = dict(self.u)
+        made = op.clone(value_mapper=mapper)
+        self.block.add_op(made)
+        for old, new in zip(op.results, made.results, strict=True):
+            new.name_hint = old.name_hint
+            self.u[old] = new
+
+    def chip_op(self, op: Operation) -> None:
+        peers = self.peers[op]
+        if isinstance(op, ShardOp):
+            return self.shard(op, peers)
+        if isinstance(op, tensor.EmptyOp) and not op.dynamic_sizes:
+            self.views[op.results[0]] = _View(op)
+            return
+        if isinstance(op, linalg.FillOp) and op.outputs[0] in self.views:
+            self.views[op.results[0]] = _View(op, self.views[op.outputs[0]])
+            return
+        if isinstance(op, tensor.ExtractSliceOp) and chip_of(op.source.type) is None:
+            self.u[op.result] = self.u[op.source]  # a chip's runs of a whole value
+            return
+        if isinstance(op, tensor.ConcatOp) and self.pieces_of_one(op):
+            self.u[op.results[0]] = self.u[op.inputs[0]]
+            return
+        if isinstance(op, linalg.GenericOp):
+            self.generic(op)
+        elif isinstance(op, tensor.ExtractSliceOp):
+            self.extract(op, peers)
+        elif isinstance(op, tensor.ExpandShapeOp):
+            self.expand(op)
+        elif isinstance(op, tensor.CollapseShapeOp):
+            self.collapse(op)
+        elif _elementwise(op):
+            self.elementwise(op)
+        else:
+            raise self.refuse(op, f"'{op.name}' on a chip is not a copy tp-split makes")
+
+    def pieces_of_one(self, op: tensor.ConcatOp) -> bool:
+        """Whether ``op`` joins a chip's runs of one whole value (`Splitter.slice_of`)."""
+        sources = {
+            o.owner.source
+            for o in op.inputs
+            if isinstance(o.owner, tensor.ExtractSliceOp) and chip_of(o.owner.source.type) is None
+        }
+        pieces = all(isinstance(o.owner, tensor.ExtractSliceOp) for o in op.inputs)
+        return len(sources) == 1 and pieces
+
+    def shard(self, op: ShardOp, peers: list[Operation]) -> None:
+        arg = op.operands[0]
+        if not isinstance(arg, BlockArgument):
+            raise self.refuse(op, "a tp.shard of something other than an argument")
+        slices = [p.slice for p in peers if isinstance(p, ShardOp)]
+        ranges = tuple(tuple(s.ranges) for s in slices)
+        at = slices[0]
+        full = at.full_shape[at.axis_index]
+        whole = all(r == ((0, full),) for r in ranges)
+        cut = None if whole else Split(at.axis_index, full, ranges)
+        # An argument the plan cuts has its chips' parts made at once, one after another
+        # (`Splitter.chip_value`); a rule's view of a whole one is made chip by chip, each
+        # before that chip's copy of the op reading it.
+        index = self.fn.body.block.get_operation_index
+        together = all(index(p) == index(op) + c for c, p in enumerate(peers))
+        if cut is not None and together:
+            self.arg_cuts.setdefault(arg, set()).add(cut)
+        self.u[op.results[0]] = self.u[arg]
+        if cut is not None:
+            self.loaded[op.results[0]] = cut
+
+    # -- rules: each the inverse of its `Splitter` rule ------------------------------------
+
+    def emit(self, op: Operation, made_types: Sequence[Attribute], **props: Attribute) -> Operation:
+        """``op`` over the unsharded operands already in ``self.u`` (and views made whole),
+        its results of ``made_types``, named without ``_c0``."""
+        operands = [self.u[v] if v in self.u else v for v in op.operands]
+        made = type(op).create(
+            operands=operands,
+            result_types=list(made_types),
+            properties={**op.properties, **props},
+            attributes=dict(op.attributes),
+            regions=[self.region(r) for r in op.regions],
+        )
+        self.block.add_op(made)
+        for old, new in zip(op.results, made.results, strict=True):
+            new.name_hint = value_hint(_base(value_name(old))) if old.name_hint else None
+            self.u[old] = new
+        return made
+
+    def region(self, region: Region) -> Region:
+        """A copy of ``region`` reading the unsharded values for the chip's it captures."""
+        copy = Region()
+        region.clone_into(copy, value_mapper=dict(self.u))
+        return copy
+
+    def whole_operands(self, op: Operation, shapes: Sequence[Sequence[int] | None]) -> None:
+        """Make every view ``op`` reads whole at its shape (None: a non-tensor)."""
+        for v, shape in zip(op.operands, shapes, strict=True):
+            if v in self.views:
+                self.u[v] = self.made(self.views[v], shape)
+
+    def widened(self, v: SSAValue, cut: Split) -> list[int]:
+        shape = _shape(v)
+        shape[cut.axis] = cut.full
+        return shape
+
+    def one_cut(self, op: Operation, values: Sequence[SSAValue]) -> Split:
+        cuts = [c for v in values if (c := self.cut_of(v)) is not None]
+        if not cuts:
+            raise self.refuse(op, f"'{op.name}' on a chip reads no cut value")
+        return cuts[0]
+
+    def elementwise(self, op: Operation) -> None:
+        cut = self.one_cut(op, op.operands)
+        self.whole_operands(
+            op,
+            [self.widened(v, cut) if isinstance(v.type, TensorType) else None for v in op.operands],
+        )
+        props: dict[str, Attribute] = {}
+        if isinstance(op, tensor.InsertSliceOp):
+            sizes = list(op.static_sizes.get_values())
+            sizes[cut.axis] = cut.full
+            props["static_sizes"] = _dense(sizes)
+        made = self.emit(op, [_whole(r, self.widened(r, cut)) for r in op.results], **props)
+        for r in made.results:
+            self.split[r] = cut
+
+    def generic(self, op: linalg.GenericOp) -> None:
+        maps = [m.data for m in op.indexing_maps]
+        loop, cut = None, None
+        for v, m in zip(op.operands, maps, strict=True):
+            c = self.cut_of(v)
+            if c is not None and isinstance(e := m.results[c.axis], AffineDimExpr):
+                loop, cut = e.position, c
+                break
+        if loop is None or cut is None:
+            captured = any(
+                chip_of(v.type) is not None for inner in op.body.walk() for v in inner.operands
+            )
+            why = (
+                "a gather from a cut table (a vocabulary cut): MLIR's sharding states no "
+                "masked gather"
+                if captured
+                else "a chip's linalg.generic reads no cut value along one loop"
+            )
+            raise self.refuse(op, why)
+        extents: dict[int, int] = {}
+        for v, m in zip(op.operands, maps, strict=True):
+            for size, e in zip(_shape(v), m.results, strict=False):
+                if isinstance(e, AffineDimExpr):
+                    extents.setdefault(e.position, size)
+        extents[loop] = cut.full
+
+        def shape_of(m: object, v: SSAValue) -> list[int]:
+            return [
+                extents[e.position] if isinstance(e, AffineDimExpr) else s
+                for s, e in zip(_shape(v), m.results, strict=True)  # type: ignore[attr-defined]
+            ]
+
+        self.whole_operands(op, [shape_of(m, v) for v, m in zip(op.operands, maps, strict=True)])
+        n_in = len(op.inputs)
+        types = [
+            _whole(r, shape_of(maps[n_in + i], op.outputs[i])) for i, r in enumerate(op.results)
+        ]
+        made = self.emit(op, types)
+        for i, r in enumerate(made.results):
+            at = [j for j, e in enumerate(maps[n_in + i].results) if loop in e.used_dims()]
+            if at:
+                self.split[r] = cut.on_axis(at[0])
+
+    def extract(self, op: tensor.ExtractSliceOp, peers: list[Operation]) -> None:
+        cut = self.cut_of(op.source)
+        if cut is None:
+            raise self.refuse(op, "a chip's slice of a value that is not cut")
+        a = cut.axis
+        local = [
+            (p.static_offsets.get_values()[a], p.static_sizes.get_values()[a])  # type: ignore[attr-defined]
+            for p in peers
+        ]
+        size = sum(n for _, n in local)
+        for offset in range(cut.full - size + 1):
+            got = window(cut, offset, size)
+            if not isinstance(got, str) and list(got.local) == local:
+                break
+        else:
+            raise self.refuse(op, f"the chips' slices of axis {a} are no window of its cut")
+        offsets = list(op.static_offsets.get_values())
+        sizes = list(op.static_sizes.get_values())
+        offsets[a], sizes[a] = offset, size
+        shape = _shape(op.result)
+        shape[a] = size
+        made = self.emit(
+            op,
+            [_whole(op.result, shape)],
+            static_offsets=_dense(offsets),
+            static_sizes=_dense(sizes),
+        )
+        self.split[made.results[0]] = got.split
+
+    def expand(self, op: tensor.ExpandShapeOp) -> None:
+        cut = self.cut_of(op.src)
+        assert cut is not None
+        groups = [[int(i.value.data) for i in g.data] for g in op.reassociation.data]
+        group = groups[cut.axis]
+        local = _shape(op.result)
+        for d in group:
+            shape = list(local)
+            shape[d] = local[d] * cut.full // max(cut.local(0), 1)
+            got = expand(cut, [shape[i] for i in group], group[0])
+            if not isinstance(got, str) and got.axis == d and got.local(0) == local[d]:
+                break
+        else:
+            raise self.refuse(op, "no expansion of the cut gives the chips' shapes")
+        made = self.emit(op, [_whole(op.result, shape)], static_output_shape=_dense(shape))
+        self.split[made.results[0]] = got
+
+    def collapse(self, op: tensor.CollapseShapeOp) -> None:
+        cut = self.cut_of(op.src)
+        assert cut is not None
+        groups = [[int(i.value.data) for i in g.data] for g in op.reassociation.data]
+        out_axis = next(i for i, g in enumerate(groups) if cut.axis in g)
+        src = self.widened(op.src, cut)
+        group = groups[out_axis]
+        got = collapse(cut, [src[i] for i in group], group.index(cut.axis), out_axis)
+        if isinstance(got, str):
+            raise self.refuse(op, got)
+        made = self.emit(op, [_whole(op.result, self.widened(op.result, got))])
+        self.split[made.results[0]] = got
+
+    # -- the result --------------------------------------------------------------------------
+
+    def finish(self) -> None:
+        """The return over the unsharded values; each view made whole is named as tp-split
+        names a view (``<reader>_<name>_c0``) without its reader and chip."""
+        ret = self.fn.body.block.last_op
+        assert isinstance(ret, func.ReturnOp)
+        self.block.add_op(func.ReturnOp(*[self.u[v] for v in ret.operands]))
+        for view in self.views.values():
+            if view.made is None or not view.made.uses:
+                continue
+            reader = min(
+                (use.operation for use in view.made.uses),
+                key=lambda o: self.block.get_operation_index(o),
+            )
+            name = _base(view.made.name_hint or "")
+            if reader.results and reader.results[0].name_hint:
+                name = name.removeprefix(reader.results[0].name_hint + "_")
+            view.made.name_hint = value_hint(name) if name else None
+            if isinstance(view.made.owner, linalg.FillOp):
+                init = view.made.owner.outputs[0]
+                init.name_hint = (
+                    value_hint(
+                        _base(init.name_hint or "").removeprefix(
+                            (reader.results[0].name_hint or "") + "_"
+                        )
+                    )
+                    if init.name_hint
+                    else None
+                )
+
+    def plan(self) -> TpPlan:
+        """The arguments the chips load cut: one cut each, N equal contiguous runs."""
+        entries = []
+        attrs = self.fn.arg_attrs.data if self.fn.arg_attrs else ()
+        for arg, a in zip(self.fn.body.block.args, attrs, strict=False):
+            cuts = set(self.arg_cuts.get(arg, set()))
+            if not cuts:
+                continue
+            cut = cuts.pop()
+            name = getattr(a.data.get(NAME_ATTR), "data", None)
+            even = cut.full // self.n
+            if (
+                cuts
+                or not isinstance(name, str)
+                or cut.full % self.n
+                or cut.ranges != tuple(((c * even, even),) for c in range(self.n))
+            ):
+                raise TpReject.SHARD_UNSUPPORTED.at(
+                    self.fn,
+                    f"tp-export-shard: %{value_name(arg)} is cut {cut.describe()}: MLIR's "
+                    "sharding splits an axis in equal contiguous runs, one a device",
+                )
+            entries.append(ArgumentEntry(name, "colwise", axis=cut.axis))
+        return TpPlan(tuple(entries), "tp-export-shard")
+
+
+def export_shard(module: ModuleOp) -> None:
+    """tp-export-shard on ``module`` (module docstring); ``module`` unchanged when refused."""
+    chips = module.attributes.get(CHIPS_ATTR)
+    n = getattr(getattr(chips, "value", None), "data", None)
+    if not isinstance(n, int):
+        raise TpReject.NOT_EXPORTABLE.at(
+            module, "tp-export-shard: the module states no tp.chips: run tp-split first"
+        )
+    if n < 2:
+        raise TpReject.NOT_EXPORTABLE.at(
+            module,
+            f"tp-export-shard: a program over {n} chip: no cut shows in it (export the "
+            "unsharded program itself)",
+        )
+    out = module.clone()
+    fn = entry_function(out)
+    try:
+        walk = _Unsplit(fn, n)
+        walk.run()
+        walk.finish()
+        plan = walk.plan()
+    except TpDiagnostic as err:  # said at the input's op (the copy's has no location)
+        back = dict(zip(out.walk(), module.walk(), strict=True))
+        raise TpDiagnostic(back.get(err.op, err.op), err.message) from None
+    region = Region(walk.block)
+    fn.body.detach_block(fn.body.block)  # type: ignore[arg-type]
+    fn.body.add_block(region.detach_block(walk.block))
+    out.attributes[CHIPS_ATTR] = IntegerAttr(1, i64)  # as tp-gen --unsharded states it
+    out.attributes.pop(CERTIFICATE_ATTR, None)
+    _annotate(out, plan, n)
+    again = out.clone()
+    import_shard(again)
+    if _text(again) != _text(module):
+        raise TpReject.NOT_EXPORTABLE.at(
+            module,
+            "tp-export-shard: re-importing the un-split program does not give this one back "
+            "(it is not tp-split's output for a plan MLIR's sharding states)",
+        )
+    module.body.detach_block(module.body.block)
+    module.body.add_block(out.body.detach_block(out.body.block))
+    module.attributes.clear()
+    module.attributes.update(out.attributes)
+
+
+def _elementwise(op: Operation) -> bool:
+    """A copy by tp-split's elementwise rule: an arith op or a named linalg op on tensors, a
+    fill of a cut buffer, an insert or a concat (`Splitter.elementwise`, `insert`,
+    `concat`)."""
+    kinds = tensor.InsertSliceOp | tensor.ConcatOp | linalg.FillOp
+    named = linalg.AddOp | linalg.SubOp | linalg.MulOp
+    return isinstance(op, kinds | named) or op.name.startswith("arith.")
+
+
+def _text(module: ModuleOp) -> str:
+    """``module`` as text, its certificate aside: tp-import-shard certifies what it writes
+    (where the obligation holds) whether or not the program exported was certified."""
+    shown = module.clone()
+    shown.attributes.pop(CERTIFICATE_ATTR, None)
+    buf = io.StringIO()
+    Printer(stream=buf).print_op(shown)
+    return buf.getvalue()
+
+
+def _annotate(module: ModuleOp, plan: TpPlan, n: int) -> None:
+    """One grid, one sharding a (rank, axis), a ``shard.shard`` of every cut argument and of
+    every value tp-split's propagation cuts or sums (checked by tp-import-shard)."""
+    fn = entry_function(module)
+    copy = module.clone()
+    pairs = dict(zip(module.walk(), copy.walk(), strict=True))
+    walk = Splitter(entry_function(copy), plan, n)
+    walk.run()
+    back_values: dict[SSAValue, SSAValue] = {}
+    for original, twin in pairs.items():
+        for a, b in zip(original.results, twin.results, strict=False):
+            back_values[b] = a
+    for a, b in zip(fn.body.block.args, entry_function(copy).body.block.args, strict=True):
+        back_values[b] = a
+    claims: dict[SSAValue, int | None] = {}
+    for value, cut in walk.cut.items():
+        if value in back_values:
+            claims[back_values[value]] = cut.axis
+    for value in walk.partial:
+        if value in back_values:
+            claims[back_values[value]] = None
+    grid = shard.GridOp.build(properties={"sym_name": StringAttr(GRID), "shape": _dense([n])})
+    module.body.block.insert_op_before(grid, module.body.block.first_op)  # type: ignore[arg-type]
+    shardings: dict[tuple[int, int | None], SSAValue] = {}
+    first = fn.body.block.first_op
+
+    def sharding(rank: int, axis: int | None) -> SSAValue:
+        if (rank, axis) not in shardings:
+            axes = [DenseArrayBase.from_list(i16, [0] if i == axis else []) for i in range(rank)]
+            op = shard.ShardingOp.build(
+                operands=[[], []],
+                result_types=[shard.ShardingType()],
+                properties={
+                    "grid": FlatSymbolRefAttr(GRID),
+                    "split_axes": shard.ShardAxesArrayAttr(ArrayAttr(axes)),
+                },
+            )
+            fn.body.block.insert_op_before(op, first)  # type: ignore[arg-type]
+            op.results[0].name_hint = "replicated" if axis is None else f"split{axis}_r{rank}"
+            shardings[(rank, axis)] = op.results[0]
+        return shardings[(rank, axis)]
+
+    ordered = [*fn.body.block.args, *(r for op in fn.body.block.ops for r in op.results)]
+    anchor = fn.body.block.first_op  # the arguments' annotations first, in their order
+    for value in ordered:
+        if value not in claims:
+            continue
+        rank = len(_shape(value))
+        s = sharding(rank, claims[value])
+        ann = shard.ShardOp(value, s, None)
+        ann.results[0].name_hint = value_hint(f"{value_name(value)}_sharded")
+        if isinstance(value, BlockArgument):
+            fn.body.block.insert_op_before(ann, anchor)  # type: ignore[arg-type]
+        else:
+            fn.body.block.insert_op_after(ann, value.owner)  # type: ignore[arg-type]
+        value.replace_uses_with_if(ann.results[0], lambda use, a=ann: use.operation is not a)
+    for op in shardings.values():
+        owner = op.owner
+        assert isinstance(owner, Operation)
+        owner.detach()
+        fn.body.block.insert_op_before(owner, fn.body.block.first_op)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class TpExportShard(ModulePass):
+    """Write a tp program (tp-split's output) back as its unsharded program annotated with
+    MLIR Shard: the plan on the arguments, tp's propagation on every cut or summed value."""
+
+    name = "tp-export-shard"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        export_shard(op)
+
+
+__all__ = ["TpExportShard", "export_shard"]
