@@ -78,6 +78,8 @@ PIPELINES: tuple[tuple[str, ...], ...] = (
         "tp-verify,tp-raise-allreduce,tp-relocate,tp-transfers,tp-phase,tp-verify",
         "--verify-each",
     ),
+    ("--tp-export-shard",),
+    ("-p", "tp-export-shard,tp-import-shard"),
 )
 
 

@@ -1,22 +1,25 @@
 """tp-export-shard: a tp program as tp-split writes it becomes the unsharded program with MLIR
 Shard annotations stating the split tp chose — the form tp-import-shard reads.
 
-Invariant: tp-import-shard on the output gives back the input, text for text; the pass
-checks that itself before it changes anything, and refuses (``not-exportable``) a program
-whose re-import differs. The output holds one ``shard.grid`` of N devices, a
-``shard.shard`` of every entry argument the chips load in N equal runs (the plan), and one of
-every value tp-split's propagation cuts or sums (claims tp-import-shard checks): a cut value
-split along its axis, a summed partial sum replicated — where MLIR's own partitioning would
-place the ``shard.all_reduce`` tp's ``tp.allreduce`` stands for. No ``tp`` op is left.
+Invariant: tp-import-shard on the output gives back the input, text for text (its
+certificate aside); the pass checks that itself before it changes anything, and refuses
+(``not-exportable``) a program whose re-import differs. The output holds one ``shard.grid``
+of N devices, a ``shard.shard`` of every entry argument the chips load in N equal runs (the
+plan) and, in a flat program, one of every value tp-split's propagation cuts or sums (claims
+tp-import-shard checks): a cut value split along its axis, a summed partial sum replicated —
+where MLIR's own partitioning would place the ``shard.all_reduce`` a ``tp.allreduce`` stands
+for. No ``tp`` op is left.
 
-The un-split reads what tp-split writes (`tp_dialect.passes.split_walk`): chip 0's copy of
-each op is the unsharded op over the whole values (its cut axis the chips' runs summed, its
-name without ``_c0``), a ``tp.shard`` a view of its argument, a chip's ``tensor.empty`` /
-``linalg.fill`` / ``tensor.extract_slice`` of a whole value a view of that value, a
-``tp.allreduce`` or ``tp.unshard`` the value its parts are parts of; the other chips' copies
-go. Refused by name: a program after tp-relocate (any other ``tp`` op), an outlined program
-(calls), a vocabulary cut (``tp.maxloc``, masked gathers: not MLIR Shard annotations), an
-argument cut in runs other than N equal contiguous ones (``shard-unsupported``).
+The un-split reads what tp-split writes (`tp_dialect.passes.split_walk`, `split_vocab`,
+`split_calls`): chip 0's copy of each op is the unsharded op over the whole values (its cut
+axis the chips' runs summed, its name without ``_c0``), a ``tp.shard`` a view of its
+argument, a chip's ``tensor.empty`` / ``linalg.fill`` / ``tensor.extract_slice`` of a whole
+value a view of that value, a ``tp.allreduce``, ``tp.maxloc`` or ``tp.unshard`` the value its
+parts are parts of, chip 0's masked gather from a cut table the gather unmasked; the other
+chips' copies go. An outlined program's entry and each callee holding chips' ops are
+un-split alike, a callee's loads naming the entry arguments its calls hand it. Refused by
+name: a program after tp-relocate (any other ``tp`` op), chips not running one program each,
+an argument cut in runs other than N equal contiguous ones (``shard-unsupported``).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import func, shard, tensor
+from xdsl.dialects import arith, func, shard, tensor
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
@@ -44,6 +47,7 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 from xdsl.passes import ModulePass
 from xdsl.printer import Printer
+from xdsl.rewriter import Rewriter
 
 from tp_dialect.analysis.split.layouts import Split, collapse, expand, window
 from tp_dialect.analysis.split.plan import TpPlan
@@ -52,14 +56,14 @@ from tp_dialect.certificate import CERTIFICATE_ATTR
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.grid import CHIPS_ATTR
 from tp_dialect.names import value_hint, value_name
-from tp_dialect.ops import AllReduceOp, ShardOp, UnshardOp
+from tp_dialect.ops import AllReduceOp, MaxLocOp, ShardOp, UnshardOp
 from tp_dialect.passes.import_shard import ArgumentEntry, import_shard
 from tp_dialect.passes.split_walk import Splitter
 from tp_dialect.reject import TpReject
 from tp_dialect.signature import NAME_ATTR, entry_function
 
 GRID = "chips"
-_KEPT_TP_OPS = (ShardOp, AllReduceOp, UnshardOp)
+_KEPT_TP_OPS = (ShardOp, AllReduceOp, UnshardOp, MaxLocOp)
 
 
 def _shape(v: SSAValue) -> list[int]:
@@ -173,13 +177,6 @@ class _Unsplit:
 
     def run(self) -> None:
         for op in self.fn.body.block.ops:
-            if isinstance(op, func.CallOp):
-                raise self.refuse(op, "an outlined program: tp-import-shard reads flat ones")
-            if op.name == "tp.maxloc":
-                raise self.refuse(
-                    op, "an argmax over a cut vocabulary (tp.maxloc): MLIR's sharding has no "
-                    "max-with-index reduction",
-                )  # fmt: skip
             if op.name.startswith("tp.") and not isinstance(op, _KEPT_TP_OPS):
                 raise self.refuse(
                     op,
@@ -189,6 +186,9 @@ class _Unsplit:
                 continue  # written by `finish`, over the unsharded values
             if isinstance(op, AllReduceOp | UnshardOp):
                 self.u[op.results[0]] = self.u[op.operands[0]]
+            elif isinstance(op, MaxLocOp):  # the chips' argmaxes: chip 0's is the argmax
+                self.u[op.value] = self.u[op.values[0]]
+                self.u[op.index] = self.u[op.indices[0]]
             elif op in self.peers:
                 self.chip_op(op)
             elif not any(chip_of(v.type) is not None for v in (*op.results, *op.operands)):
@@ -328,16 +328,9 @@ class _Unsplit:
                 loop, cut = e.position, c
                 break
         if loop is None or cut is None:
-            captured = any(
-                chip_of(v.type) is not None for inner in op.body.walk() for v in inner.operands
-            )
-            why = (
-                "a gather from a cut table (a vocabulary cut): MLIR's sharding states no "
-                "masked gather"
-                if captured
-                else "a chip's linalg.generic reads no cut value along one loop"
-            )
-            raise self.refuse(op, why)
+            if any(chip_of(v.type) is not None for o in op.body.walk() for v in o.operands):
+                return self.gather(op)
+            raise self.refuse(op, "a chip's linalg.generic reads no cut value along one loop")
         extents: dict[int, int] = {}
         for v, m in zip(op.operands, maps, strict=True):
             for size, e in zip(_shape(v), m.results, strict=False):
@@ -361,6 +354,46 @@ class _Unsplit:
             at = [j for j, e in enumerate(maps[n_in + i].results) if loop in e.used_dims()]
             if at:
                 self.split[r] = cut.on_axis(at[0])
+
+    def gather(self, op: linalg.GenericOp) -> None:
+        """The inverse of `split_vocab.split_gather`: chip 0's masked lookup in its rows of
+        a cut table, unmasked, over the whole table; its result the partial sum's value."""
+        self.whole_operands(op, [_shape(v) for v in op.operands])  # whole buffers
+        made = self.emit(op, [_whole(r, _shape(r)) for r in op.results])
+        block = made.regions[0].block
+        reads = [o for o in block.ops if isinstance(o, tensor.ExtractOp)]
+        masked = block.last_op.operands[0].owner if block.last_op else None  # type: ignore[union-attr]
+        found = [
+            (o, i, v.owner)
+            for o in reads
+            for i, v in enumerate(o.indices)
+            if isinstance(v.owner, arith.SelectOp) and isinstance(v.owner.lhs.owner, arith.SubiOp)
+        ]
+        if len(found) != 1 or not isinstance(masked, arith.SelectOp):
+            raise self.refuse(op, "a chip's gather is not masked as tp-split masks a lookup")
+        extract, axis, safe = found[0]
+        local = safe.lhs.owner
+        inside = safe.cond.owner
+        assert isinstance(local, arith.SubiOp)
+        extract.operands = [
+            extract.tensor,
+            *(local.lhs if i == axis else v for i, v in enumerate(extract.indices)),
+        ]
+        yielded = block.last_op
+        assert yielded is not None
+        yielded.operands = [masked.lhs]
+        # The mask's ops, each erased once its readers are: what `_mask` inserted.
+        mask = [masked, masked.rhs.owner, safe, inside]
+        mask += [v.owner for v in inside.operands]  # the two bounds' comparisons
+        mask += [local, *(v.owner for c in mask[-2:] for v in c.operands[1:])]  # type: ignore[union-attr]
+        mask.append(local.rhs.owner)
+        for o in mask:
+            if (
+                isinstance(o, Operation)
+                and o.parent is block
+                and not any(r.uses for r in o.results)
+            ):
+                Rewriter.erase_op(o)
 
     def extract(self, op: tensor.ExtractSliceOp, peers: list[Operation]) -> None:
         cut = self.cut_of(op.source)
@@ -452,30 +485,55 @@ class _Unsplit:
                     else None
                 )
 
-    def plan(self) -> TpPlan:
-        """The arguments the chips load cut: one cut each, N equal contiguous runs."""
-        entries = []
-        attrs = self.fn.arg_attrs.data if self.fn.arg_attrs else ()
-        for arg, a in zip(self.fn.body.block.args, attrs, strict=False):
-            cuts = set(self.arg_cuts.get(arg, set()))
-            if not cuts:
-                continue
-            cut = cuts.pop()
-            name = getattr(a.data.get(NAME_ATTR), "data", None)
-            even = cut.full // self.n
-            if (
-                cuts
-                or not isinstance(name, str)
-                or cut.full % self.n
-                or cut.ranges != tuple(((c * even, even),) for c in range(self.n))
-            ):
-                raise TpReject.SHARD_UNSUPPORTED.at(
-                    self.fn,
-                    f"tp-export-shard: %{value_name(arg)} is cut {cut.describe()}: MLIR's "
-                    "sharding splits an axis in equal contiguous runs, one a device",
-                )
-            entries.append(ArgumentEntry(name, "colwise", axis=cut.axis))
-        return TpPlan(tuple(entries), "tp-export-shard")
+
+def _plan(fn: func.FuncOp, cuts: dict[BlockArgument, set[Split]], n: int) -> TpPlan:
+    """The entry arguments the chips load cut (``cuts``): one cut each, N equal contiguous
+    runs, named by ``tp.name`` — what a Shard annotation of an argument can state."""
+    entries = []
+    attrs = fn.arg_attrs.data if fn.arg_attrs else ()
+    for arg, a in zip(fn.body.block.args, attrs, strict=False):
+        found = set(cuts.get(arg, set()))
+        if not found:
+            continue
+        cut = found.pop()
+        name = getattr(a.data.get(NAME_ATTR), "data", None)
+        even = cut.full // n
+        if (
+            found
+            or not isinstance(name, str)
+            or cut.full % n
+            or cut.ranges != tuple(((c * even, even),) for c in range(n))
+        ):
+            raise TpReject.SHARD_UNSUPPORTED.at(
+                fn,
+                f"tp-export-shard: %{value_name(arg)} is cut {cut.describe()}: MLIR's "
+                "sharding splits an axis in equal contiguous runs, one a device",
+            )
+        entries.append(ArgumentEntry(name, "colwise", axis=cut.axis))
+    return TpPlan(tuple(entries), "tp-export-shard")
+
+
+def _entry_cuts(
+    fn: func.FuncOp, walks: dict[func.FuncOp, _Unsplit]
+) -> dict[BlockArgument, set[Split]]:
+    """The entry's arguments' cuts: its own loads, and each callee's loads of the arguments
+    its calls hand it (`split_calls`: a callee loads an entry argument's runs itself)."""
+    cuts = {a: set(c) for a, c in walks[fn].arg_cuts.items()}
+    for call in fn.body.block.ops:
+        if not isinstance(call, func.CallOp):
+            continue
+        f = next((g for g in walks if g.sym_name.data == call.callee.string_value()), None)
+        if f is None or f is fn:
+            continue
+        for arg, found in walks[f].arg_cuts.items():
+            handed = call.arguments[arg.index]
+            if not (isinstance(handed, BlockArgument) and handed.owner is fn.body.block):
+                raise TpReject.NOT_EXPORTABLE.at(
+                    call, "tp-export-shard: a call hands a cut argument something the entry "
+                    "computes",
+                )  # fmt: skip
+            cuts.setdefault(handed, set()).update(found)
+    return cuts
 
 
 def export_shard(module: ModuleOp) -> None:
@@ -494,20 +552,32 @@ def export_shard(module: ModuleOp) -> None:
         )
     out = module.clone()
     fn = entry_function(out)
+    # The entry, and each function it calls that holds chips' ops (an outlined program's
+    # @layer, split once by tp-split: `split_calls`).
+    fns = [fn] + [
+        f
+        for f in out.body.block.ops
+        if isinstance(f, func.FuncOp)
+        and f is not fn
+        and any(chip_of(v.type) is not None for o in f.walk() for v in o.results)
+    ]
     try:
-        walk = _Unsplit(fn, n)
-        walk.run()
-        walk.finish()
-        plan = walk.plan()
+        walks = {f: _Unsplit(f, n) for f in fns}
+        for walk in walks.values():
+            walk.run()
+            walk.finish()
+        plan = _plan(fn, _entry_cuts(fn, walks), n)
     except TpDiagnostic as err:  # said at the input's op (the copy's has no location)
         back = dict(zip(out.walk(), module.walk(), strict=True))
         raise TpDiagnostic(back.get(err.op, err.op), err.message) from None
-    region = Region(walk.block)
-    fn.body.detach_block(fn.body.block)  # type: ignore[arg-type]
-    fn.body.add_block(region.detach_block(walk.block))
+    for f, walk in walks.items():
+        region = Region(walk.block)
+        f.body.detach_block(f.body.block)  # type: ignore[arg-type]
+        f.body.add_block(region.detach_block(walk.block))
     out.attributes[CHIPS_ATTR] = IntegerAttr(1, i64)  # as tp-gen --unsharded states it
     out.attributes.pop(CERTIFICATE_ATTR, None)
-    _annotate(out, plan, n)
+    # tp-import-shard reads only the arguments' annotations of an outlined program.
+    _annotate(out, plan, n, claims=len(fns) == 1 and not _calls(fn))
     again = out.clone()
     import_shard(again)
     if _text(again) != _text(module):
@@ -541,27 +611,43 @@ def _text(module: ModuleOp) -> str:
     return buf.getvalue()
 
 
-def _annotate(module: ModuleOp, plan: TpPlan, n: int) -> None:
+def _calls(fn: func.FuncOp) -> bool:
+    return any(isinstance(op, func.CallOp) for op in fn.body.block.ops)
+
+
+def _loaded(fn: func.FuncOp, plan: TpPlan) -> dict[SSAValue, int | None]:
+    """The axis the plan cuts each entry argument along."""
+    attrs = fn.arg_attrs.data if fn.arg_attrs else ()
+    said: dict[SSAValue, int | None] = {}
+    for arg, a in zip(fn.body.block.args, attrs, strict=False):
+        name = getattr(a.data.get(NAME_ATTR), "data", None)
+        entry = plan.entry_for(name) if isinstance(name, str) else None
+        if isinstance(entry, ArgumentEntry):
+            said[arg] = entry.axis
+    return said
+
+
+def _propagated(module: ModuleOp, plan: TpPlan, n: int) -> dict[SSAValue, int | None]:
+    """Every value of ``module``'s (flat) entry tp-split cuts by ``plan`` (its axis) or holds
+    as a partial sum (None: replicated once summed), found on a copy split by the plan."""
+    fn = entry_function(module)
+    copy = module.clone()
+    back: dict[SSAValue, SSAValue] = {}
+    for original, twin in zip(module.walk(), copy.walk(), strict=True):  # before the split
+        back.update(zip(twin.results, original.results, strict=True))
+    back.update(zip(entry_function(copy).body.block.args, fn.body.block.args, strict=True))
+    walk = Splitter(entry_function(copy), plan, n)
+    walk.run()
+    said = {back[v]: cut.axis for v, cut in walk.cut.items() if v in back}
+    said.update((back[v], None) for v in walk.partial if v in back)
+    return said
+
+
+def _annotate(module: ModuleOp, plan: TpPlan, n: int, claims: bool = True) -> None:
     """One grid, one sharding a (rank, axis), a ``shard.shard`` of every cut argument and of
     every value tp-split's propagation cuts or sums (checked by tp-import-shard)."""
     fn = entry_function(module)
-    copy = module.clone()
-    pairs = dict(zip(module.walk(), copy.walk(), strict=True))
-    walk = Splitter(entry_function(copy), plan, n)
-    walk.run()
-    back_values: dict[SSAValue, SSAValue] = {}
-    for original, twin in pairs.items():
-        for a, b in zip(original.results, twin.results, strict=False):
-            back_values[b] = a
-    for a, b in zip(fn.body.block.args, entry_function(copy).body.block.args, strict=True):
-        back_values[b] = a
-    claims: dict[SSAValue, int | None] = {}
-    for value, cut in walk.cut.items():
-        if value in back_values:
-            claims[back_values[value]] = cut.axis
-    for value in walk.partial:
-        if value in back_values:
-            claims[back_values[value]] = None
+    said = _propagated(module, plan, n) if claims else _loaded(fn, plan)
     grid = shard.GridOp.build(properties={"sym_name": StringAttr(GRID), "shape": _dense([n])})
     module.body.block.insert_op_before(grid, module.body.block.first_op)  # type: ignore[arg-type]
     shardings: dict[tuple[int, int | None], SSAValue] = {}
@@ -586,10 +672,10 @@ def _annotate(module: ModuleOp, plan: TpPlan, n: int) -> None:
     ordered = [*fn.body.block.args, *(r for op in fn.body.block.ops for r in op.results)]
     anchor = fn.body.block.first_op  # the arguments' annotations first, in their order
     for value in ordered:
-        if value not in claims:
+        if value not in said:
             continue
         rank = len(_shape(value))
-        s = sharding(rank, claims[value])
+        s = sharding(rank, said[value])
         ann = shard.ShardOp(value, s, None)
         ann.results[0].name_hint = value_hint(f"{value_name(value)}_sharded")
         if isinstance(value, BlockArgument):

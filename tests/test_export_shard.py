@@ -23,12 +23,14 @@ from test_import_shard import unsharded
 from test_split_properties import run, split_case, split_programs
 from xdsl.dialects import shard
 
+from tp_dialect.analysis.split.plan import load_plan
 from tp_dialect.certificate import CERTIFICATE_ATTR
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.frontend.qwen3 import Qwen3Config
-from tp_dialect.frontend.split import split_text
 from tp_dialect.passes.export_shard import export_shard
 from tp_dialect.passes.import_shard import without_annotations
+from tp_dialect.passes.split import split_by_plan
+from tp_dialect.runtime.checkpoint import random_inputs, random_weights
 from tp_dialect.runtime.reference import run_program
 from tp_dialect.signature import entry_function
 
@@ -105,6 +107,35 @@ def test_random_split_programs_round_trip_or_are_refused_by_name(
         np.testing.assert_allclose(got[name], want[name], rtol=1e-6, atol=1e-6)
 
 
+WHOLE_MODELS = [("qwen3", "prefill", 2), ("qwen3", "decode", 4), ("llama", "prefill", 4)]
+
+
+@pytest.mark.parametrize(("model_type", "kind", "chips"), WHOLE_MODELS)
+@pytest.mark.parametrize("flat", [False, True], ids=["outlined", "flat"])
+def test_whole_models_round_trip_with_their_vocabulary_cut(
+    model_type: str, kind: str, chips: int, flat: bool
+) -> None:
+    """Whole-model steps split by the Hugging Face plan: the embedding gather from a cut
+    table and the greedy head's argmax over cut logits (tp.maxloc) un-split, outlined (the
+    arguments annotated: tp-import-shard reads no other annotation there) and inlined
+    first; the exported program computes the unsharded step's numbers."""
+    source = parse(unsharded(model_type, kind))
+    if flat:
+        apply(source, "tp-inline")
+    module = source.clone()
+    split_by_plan(module, load_plan("llama"), chips)
+    exported = _round_trip(module)
+    names = {op.name for op in module.walk()}
+    assert {"tp.maxloc", "tp.allreduce"} <= names
+    values = {**random_weights(source, 0), **random_inputs(source, 1, position=0)}
+    got, want = run_program(without_annotations(exported), values), run_program(source, values)
+    assert_bitwise(got, want)
+
+
+def test_an_outlined_generated_program_round_trips() -> None:
+    _round_trip(program(tiny(chips=2, layers=2), outline=True))
+
+
 def _refused(module: Any, reason: str, words: str) -> None:
     before = str(module)
     with pytest.raises(TpDiagnostic) as err:
@@ -119,8 +150,6 @@ def test_what_mlir_sharding_cannot_state_is_refused_by_name() -> None:
         "shard-unsupported",
         "equal contiguous runs",
     )
-    whole_model = parse(split_text(unsharded("qwen3", "decode"), 2, "llama"))
-    _refused(whole_model, "not-exportable", "a gather from a cut table")
     _refused(program(tiny(chips=1, layers=1)).clone(), "not-exportable", "over 1 chip")
     _refused(program(tiny(chips=2, layers=1, fold=True)).clone(), "not-exportable", "")
 
