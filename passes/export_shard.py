@@ -193,6 +193,11 @@ class _Unsplit:
                 self.chip_op(op)
             elif not any(chip_of(v.type) is not None for v in (*op.results, *op.operands)):
                 self.spine(op)
+            else:
+                raise self.refuse(
+                    op, f"'{op.name}' mixes the chips' values with whole ones as tp-split "
+                    "never writes",
+                )  # fmt: skip
 
     def spine(self, op: Operation) -> None:
         mapper = dict(self.u)
