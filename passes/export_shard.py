@@ -25,7 +25,6 @@ an argument cut in runs other than N equal contiguous ones (``shard-unsupported`
 from __future__ import annotations
 
 import io
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -54,36 +53,32 @@ from tp_dialect.analysis.split.plan import TpPlan
 from tp_dialect.attrs import chip_of
 from tp_dialect.certificate import CERTIFICATE_ATTR
 from tp_dialect.diagnostics import TpDiagnostic
-from tp_dialect.grid import CHIPS_ATTR
+from tp_dialect.grid import CHIPS_ATTR, stated_chips
 from tp_dialect.names import value_hint, value_name
 from tp_dialect.ops import AllReduceOp, MaxLocOp, ShardOp, UnshardOp
 from tp_dialect.passes.import_shard import ArgumentEntry, import_shard
-from tp_dialect.passes.split_walk import Splitter
+from tp_dialect.passes.split_walk import (
+    Splitter,
+    chip_base,
+    dense_i64,
+    elementwise,
+    shape_of,
+)
 from tp_dialect.reject import TpReject
-from tp_dialect.signature import NAME_ATTR, entry_function
+from tp_dialect.signature import NAME_ATTR, BindError, entry_function
 
 GRID = "chips"
 _KEPT_TP_OPS = (ShardOp, AllReduceOp, UnshardOp, MaxLocOp)
 
 
 def _shape(v: SSAValue) -> list[int]:
-    t = v.type
-    return list(t.get_shape()) if isinstance(t, TensorType) else []
+    return list(shape_of(v))
 
 
 def _whole(v: SSAValue, shape: Sequence[int]) -> TensorType:
     t = v.type
     assert isinstance(t, TensorType)
     return TensorType(t.element_type, list(shape))
-
-
-def _dense(values: Sequence[int]) -> DenseArrayBase:
-    return DenseArrayBase.from_list(i64, list(values))
-
-
-def _base(name: str, chip: int = 0) -> str:
-    suffix = f"_c{chip}"
-    return name[: -len(suffix)] if name.endswith(suffix) else name
 
 
 @dataclass
@@ -99,8 +94,9 @@ class _View:
 class _Unsplit:
     """The walk: P's entry block in order, each chip-0 op its unsharded op in a new block."""
 
-    def __init__(self, fn: func.FuncOp, chips: int) -> None:
-        self.fn, self.n = fn, chips
+    def __init__(self, fn: func.FuncOp, chips: int, outermost: bool = True) -> None:
+        self.fn, self.n, self.outermost = fn, chips, outermost
+        self.ambiguous = False  # an expand's un-split had a choice (`expand`)
         self.block = Block(arg_types=[a.type for a in fn.body.block.args])
         self.u: dict[SSAValue, SSAValue] = {}
         for old, new in zip(fn.body.block.args, self.block.args, strict=True):
@@ -127,7 +123,7 @@ class _Unsplit:
                 continue
             chip = chips.pop()
             assert chip is not None
-            base = re.sub(rf"_c{chip}(_\d+)?$", r"\1", value_name(op.results[0]))
+            base = chip_base(value_name(op.results[0]), chip)
             k = seen[(chip, base)] = seen.get((chip, base), -1) + 1
             keyed.setdefault(chip, {})[(base, k)] = op
         zero = keyed.get(0, {})
@@ -135,18 +131,32 @@ class _Unsplit:
             ops.keys() != zero.keys() for ops in keyed.values()
         ):
             raise self.refuse(self.fn, "the chips do not run one program each as tp-split writes")
-        return {op: [keyed[c][key] for c in range(self.n)] for key, op in zero.items()}
+        peers = {op: [keyed[c][key] for c in range(self.n)] for key, op in zero.items()}
+        for op, copies in peers.items():
+            other = next((c for c in copies if c.name != op.name), None)
+            if other is not None:
+                raise self.refuse(
+                    other,
+                    f"chip {copies.index(other)}'s copy of %{value_name(op.results[0])} is a "
+                    f"'{other.name}', chip 0's a '{op.name}': the chips run one program",
+                )
+        self.copies = {c for copies in peers.values() for c in copies[1:]}
+        return peers
 
     def refuse(self, op: Operation, why: str) -> TpDiagnostic:
         return TpReject.NOT_EXPORTABLE.at(op, f"tp-export-shard: {why}")
 
     # -- values ----------------------------------------------------------------------------
 
-    def value(self, v: SSAValue, shape: Sequence[int] | None = None) -> SSAValue:
-        """The unsharded value chip 0's ``v`` stands for (a view made whole with ``shape``)."""
-        if v in self.views:
-            return self.made(self.views[v], shape)
-        return self.u[v]
+    def mapped(self, v: SSAValue, at: Operation) -> SSAValue:
+        """The unsharded value ``v`` stands for, read by ``at`` (refused where there is none:
+        a chip's buffer read whole, a value tp-split never makes there)."""
+        if v in self.u:
+            return self.u[v]
+        raise self.refuse(
+            at, f"'{at.name}' reads %{value_name(v)}, which stands for no value of the unsharded "
+            "program (tp-split never writes that)",
+        )  # fmt: skip
 
     def made(self, view: _View, shape: Sequence[int] | None) -> SSAValue:
         if view.made is not None:
@@ -161,7 +171,7 @@ class _Unsplit:
         else:
             assert isinstance(view.op, linalg.FillOp) and view.init is not None
             init = self.made(view.init, shape)
-            scalars = [self.u[v] for v in view.op.inputs]
+            scalars = [self.mapped(v, view.op) for v in view.op.inputs]
             op = linalg.FillOp(scalars, [init], [init.type])
         self.block.add_op(op)
         view.made = op.results[0]
@@ -185,10 +195,12 @@ class _Unsplit:
             if isinstance(op, func.ReturnOp):
                 continue  # written by `finish`, over the unsharded values
             if isinstance(op, AllReduceOp | UnshardOp):
-                self.u[op.results[0]] = self.u[op.operands[0]]
+                self.u[op.results[0]] = self.mapped(op.operands[0], op)
             elif isinstance(op, MaxLocOp):  # the chips' argmaxes: chip 0's is the argmax
-                self.u[op.value] = self.u[op.values[0]]
-                self.u[op.index] = self.u[op.indices[0]]
+                self.u[op.value] = self.mapped(op.values[0], op)
+                self.u[op.index] = self.mapped(op.indices[0], op)
+            elif op in self.copies:
+                continue  # another chip's copy of an op chip 0's stands for
             elif op in self.peers:
                 self.chip_op(op)
             elif not any(chip_of(v.type) is not None for v in (*op.results, *op.operands)):
@@ -282,7 +294,7 @@ class _Unsplit:
         )
         self.block.add_op(made)
         for old, new in zip(op.results, made.results, strict=True):
-            new.name_hint = value_hint(_base(value_name(old))) if old.name_hint else None
+            new.name_hint = value_hint(chip_base(value_name(old), 0)) if old.name_hint else None
             self.u[old] = new
         return made
 
@@ -319,7 +331,7 @@ class _Unsplit:
         if isinstance(op, tensor.InsertSliceOp):
             sizes = list(op.static_sizes.get_values())
             sizes[cut.axis] = cut.full
-            props["static_sizes"] = _dense(sizes)
+            props["static_sizes"] = dense_i64(sizes)
         made = self.emit(op, [_whole(r, self.widened(r, cut)) for r in op.results], **props)
         for r in made.results:
             self.split[r] = cut
@@ -405,10 +417,14 @@ class _Unsplit:
         if cut is None:
             raise self.refuse(op, "a chip's slice of a value that is not cut")
         a = cut.axis
+        if len(_shape(op.result)) != len(_shape(op.source)) or op.offsets or op.sizes:
+            raise self.refuse(op, "a rank-reducing or dynamic slice of a cut value")
         local = [
             (p.static_offsets.get_values()[a], p.static_sizes.get_values()[a])  # type: ignore[attr-defined]
             for p in peers
         ]
+        if any(x < 0 for pair in local for x in pair):
+            raise self.refuse(op, f"a dynamic slice of axis {a}, which is cut")
         size = sum(n for _, n in local)
         for offset in range(cut.full - size + 1):
             got = window(cut, offset, size)
@@ -424,31 +440,38 @@ class _Unsplit:
         made = self.emit(
             op,
             [_whole(op.result, shape)],
-            static_offsets=_dense(offsets),
-            static_sizes=_dense(sizes),
+            static_offsets=dense_i64(offsets),
+            static_sizes=dense_i64(sizes),
         )
         self.split[made.results[0]] = got.split
 
     def expand(self, op: tensor.ExpandShapeOp) -> None:
         cut = self.cut_of(op.src)
-        assert cut is not None
+        if cut is None:
+            raise self.refuse(op, "a chip's expand_shape of a value that is not cut")
         groups = [[int(i.value.data) for i in g.data] for g in op.reassociation.data]
         group = groups[cut.axis]
         local = _shape(op.result)
+        fits: list[tuple[list[int], Split]] = []  # each dim the cut may land on: its result
         for d in group:
             shape = list(local)
             shape[d] = local[d] * cut.full // max(cut.local(0), 1)
             got = expand(cut, [shape[i] for i in group], group[0])
             if not isinstance(got, str) and got.axis == d and got.local(0) == local[d]:
-                break
-        else:
+                fits.append((shape, got))
+        if not fits:
             raise self.refuse(op, "no expansion of the cut gives the chips' shapes")
-        made = self.emit(op, [_whole(op.result, shape)], static_output_shape=_dense(shape))
+        # The chips' shapes may leave it open (a leading dim of 1 before the cut one): the
+        # walk tries the outermost, then the innermost (`export_shard`).
+        self.ambiguous |= len(fits) > 1
+        shape, got = fits[0] if self.outermost else fits[-1]
+        made = self.emit(op, [_whole(op.result, shape)], static_output_shape=dense_i64(shape))
         self.split[made.results[0]] = got
 
     def collapse(self, op: tensor.CollapseShapeOp) -> None:
         cut = self.cut_of(op.src)
-        assert cut is not None
+        if cut is None:
+            raise self.refuse(op, "a chip's collapse_shape of a value that is not cut")
         groups = [[int(i.value.data) for i in g.data] for g in op.reassociation.data]
         out_axis = next(i for i, g in enumerate(groups) if cut.axis in g)
         src = self.widened(op.src, cut)
@@ -466,7 +489,7 @@ class _Unsplit:
         names a view (``<reader>_<name>_c0``) without its reader and chip."""
         ret = self.fn.body.block.last_op
         assert isinstance(ret, func.ReturnOp)
-        self.block.add_op(func.ReturnOp(*[self.u[v] for v in ret.operands]))
+        self.block.add_op(func.ReturnOp(*[self.mapped(v, ret) for v in ret.operands]))
         for view in self.views.values():
             if view.made is None or not view.made.uses:
                 continue
@@ -474,7 +497,7 @@ class _Unsplit:
                 (use.operation for use in view.made.uses),
                 key=lambda o: self.block.get_operation_index(o),
             )
-            name = _base(view.made.name_hint or "")
+            name = chip_base(view.made.name_hint or "", 0)
             if reader.results and reader.results[0].name_hint:
                 name = name.removeprefix(reader.results[0].name_hint + "_")
             view.made.name_hint = value_hint(name) if name else None
@@ -482,7 +505,7 @@ class _Unsplit:
                 init = view.made.owner.outputs[0]
                 init.name_hint = (
                     value_hint(
-                        _base(init.name_hint or "").removeprefix(
+                        chip_base(init.name_hint or "", 0).removeprefix(
                             (reader.results[0].name_hint or "") + "_"
                         )
                     )
@@ -496,19 +519,21 @@ def _plan(fn: func.FuncOp, cuts: dict[BlockArgument, set[Split]], n: int) -> TpP
     runs, named by ``tp.name`` — what a Shard annotation of an argument can state."""
     entries = []
     attrs = fn.arg_attrs.data if fn.arg_attrs else ()
-    for arg, a in zip(fn.body.block.args, attrs, strict=False):
+    for arg in fn.body.block.args:
         found = set(cuts.get(arg, set()))
         if not found:
             continue
         cut = found.pop()
-        name = getattr(a.data.get(NAME_ATTR), "data", None)
+        stated = attrs[arg.index].data if arg.index < len(attrs) else {}
+        name = getattr(stated.get(NAME_ATTR), "data", None)
+        if not isinstance(name, str):
+            raise TpReject.NOT_EXPORTABLE.at(
+                fn,
+                f"tp-export-shard: %{value_name(arg)} is cut but states no tp.name: a plan, "
+                "and the annotation tp-import-shard reads back, names an argument",
+            )
         even = cut.full // n
-        if (
-            found
-            or not isinstance(name, str)
-            or cut.full % n
-            or cut.ranges != tuple(((c * even, even),) for c in range(n))
-        ):
+        if found or cut.full % n or cut.ranges != tuple(((c * even, even),) for c in range(n)):
             raise TpReject.SHARD_UNSUPPORTED.at(
                 fn,
                 f"tp-export-shard: %{value_name(arg)} is cut {cut.describe()}: MLIR's "
@@ -541,11 +566,22 @@ def _entry_cuts(
     return cuts
 
 
+class _Differs(Exception):
+    """The un-split written, but it does not import back to the input: ``diagnostic`` says
+    so; ``ambiguous``: an expand's un-split had a choice (`_Unsplit.expand`)."""
+
+    def __init__(self, diagnostic: TpDiagnostic, ambiguous: bool) -> None:
+        super().__init__(diagnostic.message)
+        self.diagnostic, self.ambiguous = diagnostic, ambiguous
+
+
 def export_shard(module: ModuleOp) -> None:
-    """tp-export-shard on ``module`` (module docstring); ``module`` unchanged when refused."""
-    chips = module.attributes.get(CHIPS_ATTR)
-    n = getattr(getattr(chips, "value", None), "data", None)
-    if not isinstance(n, int):
+    """tp-export-shard on ``module`` (module docstring); ``module`` unchanged when refused.
+    Where the chips' program leaves an expand's unsharded shape open (a cut landing on a
+    dim of 1 a chip, or beside a leading dim of 1), the outermost dim is tried first, then
+    the innermost: the first whose export imports back is written."""
+    n = stated_chips(module)
+    if n is None:
         raise TpReject.NOT_EXPORTABLE.at(
             module, "tp-export-shard: the module states no tp.chips: run tp-split first"
         )
@@ -555,6 +591,28 @@ def export_shard(module: ModuleOp) -> None:
             f"tp-export-shard: a program over {n} chip: no cut shows in it (export the "
             "unsharded program itself)",
         )
+    try:
+        entry_function(module)
+    except BindError as err:
+        raise TpReject.NOT_EXPORTABLE.at(module, f"tp-export-shard: {err}") from None
+    try:
+        out = _exported(module, n, outermost=True)
+    except _Differs as first:
+        if not first.ambiguous:
+            raise first.diagnostic from None
+        try:
+            out = _exported(module, n, outermost=False)
+        except _Differs:
+            raise first.diagnostic from None
+    module.body.detach_block(module.body.block)
+    module.body.add_block(out.body.detach_block(out.body.block))
+    module.attributes.clear()
+    module.attributes.update(out.attributes)
+
+
+def _exported(module: ModuleOp, n: int, outermost: bool) -> ModuleOp:
+    """``module``'s export (a copy): located refusals raised as they are, an un-split that
+    does not import back as `_Differs`."""
     out = module.clone()
     fn = entry_function(out)
     # The entry, and each function it calls that holds chips' ops (an outlined program's
@@ -567,7 +625,7 @@ def export_shard(module: ModuleOp) -> None:
         and any(chip_of(v.type) is not None for o in f.walk() for v in o.results)
     ]
     try:
-        walks = {f: _Unsplit(f, n) for f in fns}
+        walks = {f: _Unsplit(f, n, outermost) for f in fns}
         for walk in walks.values():
             walk.run()
             walk.finish()
@@ -575,35 +633,40 @@ def export_shard(module: ModuleOp) -> None:
     except TpDiagnostic as err:  # said at the input's op (the copy's has no location)
         back = dict(zip(out.walk(), module.walk(), strict=True))
         raise TpDiagnostic(back.get(err.op, err.op), err.message) from None
+    ambiguous = any(w.ambiguous for w in walks.values())
     for f, walk in walks.items():
         region = Region(walk.block)
         f.body.detach_block(f.body.block)  # type: ignore[arg-type]
         f.body.add_block(region.detach_block(walk.block))
     out.attributes[CHIPS_ATTR] = IntegerAttr(1, i64)  # as tp-gen --unsharded states it
     out.attributes.pop(CERTIFICATE_ATTR, None)
-    # tp-import-shard reads only the arguments' annotations of an outlined program.
-    _annotate(out, plan, n, claims=len(fns) == 1 and not _calls(fn))
-    again = out.clone()
-    import_shard(again)
-    if _text(again) != _text(module):
-        raise TpReject.NOT_EXPORTABLE.at(
-            module,
-            "tp-export-shard: re-importing the un-split program does not give this one back "
-            "(it is not tp-split's output for a plan MLIR's sharding states)",
+    why = ""
+    try:
+        # tp-import-shard reads only the arguments' annotations of an outlined program.
+        _annotate(out, plan, n, claims=len(fns) == 1 and not _calls(fn))
+        again = out.clone()
+        import_shard(again)
+        if _text(again) != _text(module):
+            why = "it is not tp-split's output for a plan MLIR's sharding states"
+    except TpDiagnostic as err:  # the un-split's own split or import refused it
+        why = f"splitting it again: {err.message}"
+    if why:
+        raise _Differs(
+            TpReject.NOT_EXPORTABLE.at(
+                module,
+                "tp-export-shard: re-importing the un-split program does not give this one "
+                f"back ({why})",
+            ),
+            ambiguous,
         )
-    module.body.detach_block(module.body.block)
-    module.body.add_block(out.body.detach_block(out.body.block))
-    module.attributes.clear()
-    module.attributes.update(out.attributes)
+    return out
 
 
 def _elementwise(op: Operation) -> bool:
-    """A copy by tp-split's elementwise rule: an arith op or a named linalg op on tensors, a
-    fill of a cut buffer, an insert or a concat (`Splitter.elementwise`, `insert`,
-    `concat`)."""
-    kinds = tensor.InsertSliceOp | tensor.ConcatOp | linalg.FillOp
-    named = linalg.AddOp | linalg.SubOp | linalg.MulOp
-    return isinstance(op, kinds | named) or op.name.startswith("arith.")
+    """A copy by tp-split's elementwise rule (`split_walk.elementwise`: the chip's copy has
+    one shape throughout, as the op had), a fill of a cut buffer, an insert or a concat
+    (`Splitter.insert`, `concat`)."""
+    return isinstance(op, tensor.InsertSliceOp | tensor.ConcatOp | linalg.FillOp) or elementwise(op)
 
 
 def _text(module: ModuleOp) -> str:
@@ -653,7 +716,7 @@ def _annotate(module: ModuleOp, plan: TpPlan, n: int, claims: bool = True) -> No
     every value tp-split's propagation cuts or sums (checked by tp-import-shard)."""
     fn = entry_function(module)
     said = _propagated(module, plan, n) if claims else _loaded(fn, plan)
-    grid = shard.GridOp.build(properties={"sym_name": StringAttr(GRID), "shape": _dense([n])})
+    grid = shard.GridOp.build(properties={"sym_name": StringAttr(GRID), "shape": dense_i64([n])})
     module.body.block.insert_op_before(grid, module.body.block.first_op)  # type: ignore[arg-type]
     shardings: dict[tuple[int, int | None], SSAValue] = {}
     first = fn.body.block.first_op

@@ -9,6 +9,7 @@ it for an outlined program (the entry's walk, and each callee's).
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Sequence
 
 from xdsl.dialects import arith, func, tensor
@@ -30,7 +31,7 @@ from tp_dialect.reject import TpReject
 from tp_dialect.signature import NAME_ATTR, ROLE_ATTR
 
 
-def _shape(v: SSAValue) -> tuple[int, ...]:
+def shape_of(v: SSAValue) -> tuple[int, ...]:
     t = v.type
     return tuple(t.get_shape()) if isinstance(t, TensorType) else ()
 
@@ -51,7 +52,7 @@ def _chip_type(element: Attribute, shape: tuple[int, ...], chip: int) -> TensorT
     return on_chip(TensorType(element, shape), chip)
 
 
-def _dense(values: Sequence[int]) -> DenseArrayBase:
+def dense_i64(values: Sequence[int]) -> DenseArrayBase:
     return DenseArrayBase.from_list(i64, list(values))
 
 
@@ -104,11 +105,11 @@ class Splitter:
             if not isinstance(name, str) or (entry := self.plan.entry_for(name)) is None:
                 continue
             used.add(entry.pattern)
-            got = entry.cut(name, _shape(arg), self.n)
+            got = entry.cut(name, shape_of(arg), self.n)
             if isinstance(got, str):
                 raise TpReject.PLAN_MISMATCH.at(self.fn, got)
             if got is not None:
-                self.cut[arg] = Split(got.axis, _shape(arg)[got.axis], got.ranges)
+                self.cut[arg] = Split(got.axis, shape_of(arg)[got.axis], got.ranges)
         for entry in self.plan.entries:
             if entry.pattern not in used and not entry.optional:
                 raise TpReject.PLAN_MISMATCH.at(
@@ -151,7 +152,7 @@ class Splitter:
             return  # the spine: every chip computes it whole
         if isinstance(op, linalg.GenericOp):
             self.generic(op)
-        elif isinstance(op, linalg.FillOp) or _elementwise(op):
+        elif isinstance(op, linalg.FillOp) or elementwise(op):
             self.elementwise(op)
         elif isinstance(op, tensor.ExtractSliceOp):
             self.extract(op)
@@ -201,8 +202,10 @@ class Splitter:
         local = _local(t, chip, cut)
         owner = v.owner
         if v in self.hosts:
-            axis, runs = (0, ((0, _shape(v)[0]),)) if cut is None else (cut.axis, cut.ranges[chip])
-            made = self.emit(ShardOp(v, SliceAttr(axis, runs, _shape(v)), local)).results[0]
+            axis, runs = (
+                (0, ((0, shape_of(v)[0]),)) if cut is None else (cut.axis, cut.ranges[chip])
+            )
+            made = self.emit(ShardOp(v, SliceAttr(axis, runs, shape_of(v)), local)).results[0]
         elif isinstance(owner, tensor.EmptyOp) and not owner.dynamic_sizes:
             made = self.emit(tensor.EmptyOp([], local)).results[0]
         elif isinstance(owner, linalg.FillOp):
@@ -220,7 +223,7 @@ class Splitter:
 
     def slice_of(self, v: SSAValue, cut: Split | None, chip: int, local: TensorType) -> SSAValue:
         """Chip ``chip``'s runs of the whole value ``v``, cut from it on the chip."""
-        shape = list(_shape(v))
+        shape = list(shape_of(v))
         runs = ((0, shape[0]),) if cut is None else cut.ranges[chip]
         axis = 0 if cut is None else cut.axis
         pieces = []
@@ -232,9 +235,9 @@ class Splitter:
                 operands=[v, [], [], []],
                 result_types=[piece_t],
                 properties={
-                    "static_offsets": _dense(offsets),
-                    "static_sizes": _dense(sizes),
-                    "static_strides": _dense([1] * len(shape)),
+                    "static_offsets": dense_i64(offsets),
+                    "static_sizes": dense_i64(sizes),
+                    "static_strides": dense_i64([1] * len(shape)),
                 },
             )
             pieces.append(self.emit(op).results[0])
@@ -257,7 +260,7 @@ class Splitter:
         for i, r in enumerate(op.results):
             self.parts[r] = [o.results[i] for o in per_chip]
             for c, o in enumerate(per_chip):
-                o.results[i].name_hint = _hint(r, c)
+                o.results[i].name_hint = chip_hint(r, c)
             cut = cuts[i]
             if cut is None:
                 self.partial.add(r)
@@ -412,7 +415,7 @@ class Splitter:
         sizes = list(op.static_sizes.get_values())
         strides = list(op.static_strides.get_values())
         a = cut.axis
-        if len(_shape(op.result)) != len(sizes):
+        if len(shape_of(op.result)) != len(sizes):
             raise self.refuse(op, op.source, "a rank-reducing slice of a cut value")
         if offsets[a] == DYNAMIC_INDEX or sizes[a] == DYNAMIC_INDEX or strides[a] != 1:
             raise self.refuse(op, op.source, f"the slice of axis {a} is not static with stride 1")
@@ -429,8 +432,8 @@ class Splitter:
                     c,
                     [self.chip_value(op.source, c), *op.offsets, *op.sizes, *op.strides],
                     [_local(op.result.type, c, got.split)],
-                    static_offsets=_dense(offs),
-                    static_sizes=_dense(szs),
+                    static_offsets=dense_i64(offs),
+                    static_sizes=dense_i64(szs),
                 )
             )
         self.bind(op, per_chip, [got.split])
@@ -441,9 +444,9 @@ class Splitter:
         offsets = list(op.static_offsets.get_values())
         sizes = list(op.static_sizes.get_values())
         a = cut.axis
-        if len(_shape(src)) != len(_shape(dest)):
+        if len(shape_of(src)) != len(shape_of(dest)):
             raise self.refuse(op, src, "a rank-changing insert of a cut value")
-        if offsets[a] != 0 or sizes[a] != _shape(dest)[a] or cut.full != _shape(dest)[a]:
+        if offsets[a] != 0 or sizes[a] != shape_of(dest)[a] or cut.full != shape_of(dest)[a]:
             raise self.refuse(
                 op,
                 src,
@@ -462,7 +465,7 @@ class Splitter:
                     c,
                     [s, d, *op.offsets, *op.sizes, *op.strides],
                     [_local(op.result.type, c, cut)],
-                    static_sizes=_dense(szs),
+                    static_sizes=dense_i64(szs),
                 )
             )
         self.bind(op, per_chip, [cut])
@@ -477,7 +480,7 @@ class Splitter:
         cut = self.cut[op.src]
         groups = [[int(i.value.data) for i in g.data] for g in op.reassociation.data]
         group = groups[cut.axis]
-        out = _shape(op.result)
+        out = shape_of(op.result)
         got = expand(cut, [out[i] for i in group], group[0])
         if isinstance(got, str):
             raise self.refuse(op, op.src, got)
@@ -491,7 +494,7 @@ class Splitter:
                     c,
                     [self.chip_value(op.src, c)],
                     [_local(op.result.type, c, got)],
-                    static_output_shape=_dense(shape),
+                    static_output_shape=dense_i64(shape),
                 )
             )
         self.bind(op, per_chip, [got])
@@ -501,7 +504,7 @@ class Splitter:
         groups = [[int(i.value.data) for i in g.data] for g in op.reassociation.data]
         out_axis = next(i for i, g in enumerate(groups) if cut.axis in g)
         group = groups[out_axis]
-        src = _shape(op.src)
+        src = shape_of(op.src)
         got = collapse(cut, [src[i] for i in group], group.index(cut.axis), out_axis)
         if isinstance(got, str):
             raise self.refuse(op, op.src, got)
@@ -523,7 +526,7 @@ class Splitter:
             if v in self.partial:
                 v = self.sum(v)
             elif v in self.cut:
-                cut, full = self.cut[v], _shape(v)
+                cut, full = self.cut[v], shape_of(v)
                 t = v.type
                 assert isinstance(t, TensorType)
                 parts = [self.chip_value(v, c) for c in range(self.n)]
@@ -543,15 +546,22 @@ class Splitter:
         ret.operands = values
 
 
-def _hint(v: SSAValue, chip: int) -> str:
+def chip_hint(v: SSAValue, chip: int) -> str:
+    """Chip ``chip``'s copy of ``v`` is named ``<v>_c<chip>`` (`chip_base` reads it back)."""
     return value_hint(f"{value_name(v)}_c{chip}")
 
 
-def _elementwise(op: Operation) -> bool:
+def chip_base(name: str, chip: int) -> str:
+    """``name`` without the ``_c<chip>`` that `chip_hint` adds (and a printer's ``_<k>``
+    after it, kept): the name of the value a chip's copy stands for."""
+    return re.sub(rf"_c{chip}(_\d+)?$", r"\1", name)
+
+
+def elementwise(op: Operation) -> bool:
     """An arith op on tensors, or a named linalg op, every operand and result of one shape."""
     if not (
         op.name.startswith("arith.") or isinstance(op, linalg.AddOp | linalg.SubOp | linalg.MulOp)
     ):
         return False
-    shapes = {_shape(v) for v in (*op.operands, *op.results)}
+    shapes = {shape_of(v) for v in (*op.operands, *op.results)}
     return len(shapes) == 1 and all(isinstance(v.type, TensorType) for v in op.results)

@@ -88,7 +88,9 @@ def test_random_split_programs_round_trip_or_are_refused_by_name(
     tmp_path_factory: Any, case: tuple[str, dict[str, Any], int]
 ) -> None:
     """tp-split's output for a random chain and plan exports and imports back with the
-    source's numbers; a packed cut (a fused gate/up) is the only refusal, by name."""
+    source's numbers; a packed cut (a fused gate/up) is the only refusal at N > 1, by name.
+    (Where an expand leaves the unsharded shape open, the export may be another program that
+    splits to the same one: its numbers are the source's all the same.)"""
     _, plan, chips = case
     source, module = split_case(tmp_path_factory, case)
     before = str(module)
@@ -151,11 +153,12 @@ def test_what_mlir_sharding_cannot_state_is_refused_by_name() -> None:
         "equal contiguous runs",
     )
     _refused(program(tiny(chips=1, layers=1)).clone(), "not-exportable", "over 1 chip")
-    _refused(program(tiny(chips=2, layers=1, fold=True)).clone(), "not-exportable", "")
+    fold = program(tiny(chips=2, layers=1, fold=True)).clone()  # the seed's adds of partials
+    _refused(fold, "not-exportable", "'linalg.add' mixes the chips' values with whole ones")
 
 
 def test_a_program_after_tp_split_s_stage_is_refused() -> None:
     module = program(tiny(chips=2, layers=1)).clone()
     apply(module, "tp-relocate")
     _refused(module, "not-exportable", "export tp-split's output")
-    _refused(program(tiny(chips=2, layers=1, sharded=False)).clone(), "not-exportable", "")
+    _refused(program(tiny(chips=2, layers=1, sharded=False)).clone(), "not-exportable", "1 chip")

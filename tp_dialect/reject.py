@@ -71,10 +71,14 @@ class TpReject(Enum):
     NOT_EXPORTABLE = "not-exportable"
     """tp-export: a per-chip program it cannot write as plain MLIR (one calling a function
     that is not a per-chip function, or a tp op with no plain form); tp-to-mpi: programs it
-    cannot write as one SPMD function (calls, a repeating relay, a receive nobody sends)."""
+    cannot write as one SPMD function (calls, a repeating relay, a receive nobody sends);
+    tp-export-shard: a program that is not tp-split's output (later stages, chips running
+    other programs, a value tp-split never writes), or whose un-split does not import back."""
     SHARD_UNSUPPORTED = "shard-unsupported"
     """tp-import-shard: a Shard annotation tp cannot honour (a grid not 1-D, halos, offsets,
-    two split axes, a collective, an annotation contradicting propagation)."""
+    two split axes, a collective, an annotation contradicting propagation); tp-export-shard:
+    a cut no Shard annotation states (an argument cut in runs other than N equal contiguous
+    ones: a packed fused weight)."""
     SHARD_NOT_IMPORTED = "shard-not-imported"
     """tp-verify: a ``shard`` op left in the module, which the certificate would ignore."""
     DEADLOCK = "deadlock"

@@ -4,9 +4,10 @@
 `run_rank` is one rank's part of the relay: its own chip's ``run`` steps in the relay's
 order, a ``copy`` from its chip a send of that buffer (as a host array, non-blocking) posted
 right after the rank's run that made it (`rank_order`), a ``copy`` to its chip a receive
-(blocking) handed to ``place`` — its device — before a segment reads it. Every rank walks
-the same relay in the same order, and a send never waits, so a receive always has its send
-posted by a rank that is not waiting on it: the ranks cannot deadlock. Buffers travel
+(blocking) handed to ``place`` — its device — before a segment reads it. Every rank takes
+its runs and receives in the relay's order and posts each send no later than the relay lists
+it, and a send never waits, so a receive always has its send posted by a rank that is not
+waiting on it: the ranks cannot deadlock. Buffers travel
 through mpi4py's ``pkl5`` (pickle protocol 5, the array's bytes out of band: no copy into
 the pickle, no size limit of one MPI message).
 
