@@ -108,12 +108,14 @@ def execute_iree(
 ) -> tuple[dict[str, np.ndarray], float, IreeRun]:
     """Place the arguments (each chip slice once) and run ``module`` on IREE: the results,
     the load time and what the run compiled and took."""
-    program = per_chip(module, args.allreduce, True, flat=True)
+    # An outlined program runs as it is: its per-chip @layer functions export once, and the
+    # slices each call hands them are read from the checkpoint, never a weight whole.
+    program = per_chip(module, args.allreduce, True)
     t0 = time.perf_counter()
-    placement = place_weights(program, source, inputs, casting=args.cast)
+    placement = place_weights(program, source, inputs, casting=args.cast, through_calls=True)
     load_s = time.perf_counter() - t0
     cache = iree_cache(args)
-    run = run_iree(program, placement.values, placement.placed, cache)
+    run = run_iree(program, placement.values, placement.placed, cache, placement.sliced)
     warn_unwritable(cache)
     return run.outputs, load_s, run
 

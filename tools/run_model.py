@@ -11,12 +11,10 @@ import time
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.dialects.func import FuncOp
 
 from tp_dialect.machine import Machine, machine_from
 from tp_dialect.ops import AllReduceOp
 from tp_dialect.passes.universe import lowered as lowered_copy
-from tp_dialect.program_ops import CHIP_FUNCTION
 from tp_dialect.runtime.model import (
     MODES,
     NEEDS,
@@ -186,18 +184,10 @@ def model_step(
         write_timeline_png(timeline, args.timeline, title)
 
 
-def per_chip(module: ModuleOp, allreduce: str, say: bool, flat: bool = False) -> ModuleOp:
+def per_chip(module: ModuleOp, allreduce: str, say: bool) -> ModuleOp:
     """``module`` as per-chip programs: itself, or a copy lowered to them (``say``: on
-    stderr, which passes ran); ``flat``: an outlined program's per-chip functions inlined
-    into a copy (what tp-export cuts, for IREE)."""
-    module = _lowered(module, allreduce, say)
-    if flat and any(isinstance(f, FuncOp) and CHIP_FUNCTION in f.attributes for f in module.ops):
-        if say:
-            print(
-                "tp-run: inlining a copy's per-chip functions for IREE: tp-inline", file=sys.stderr
-            )
-        module = lowered_copy(module, "tp-inline")
-    return module
+    stderr, which passes ran)."""
+    return _lowered(module, allreduce, say)
 
 
 def imported(

@@ -201,7 +201,7 @@ def main_mpi(args: argparse.Namespace) -> int:
             warn_certificate(args.program, module)
         if is_spmd(entry_function(module)):
             return _main_spmd(args, module, comm)
-        runnable = per_chip(module, args.allreduce, rank == 0, flat=iree)
+        runnable = per_chip(module, args.allreduce, rank == 0)
         mpi_exec.check_world(runnable, comm.Get_size(), args.relay)
     except Exception as err:  # alike on every rank: one says it, none aborts
         if rank != 0:

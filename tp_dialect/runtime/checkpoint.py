@@ -30,7 +30,9 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import CallOp, FuncOp
 from xdsl.ir import Operation
+from xdsl.traits import SymbolTable
 
 from tp_dialect.analysis.certify.manifest import ChipLoad, read_manifest
 from tp_dialect.ops import ShardOp
@@ -109,17 +111,27 @@ def open_model_dir(path: str | Path) -> ModelWeights:
     return ModelWeights(path)
 
 
+SliceKey = tuple[str, int, tuple[tuple[int, int], ...]]
+"""A slice of an argument: its name, the axis cut and the ranges kept (as tp-export's
+manifest names a shard port)."""
+
+
 @dataclass
 class Placement:
     """What the host loaded: values to bind by name, and chip slices already placed."""
 
     values: dict[str, Any] = field(default_factory=dict[str, Any])
     placed: dict[ShardOp, np.ndarray] = field(default_factory=dict[ShardOp, np.ndarray])
+    sliced: dict[SliceKey, np.ndarray] = field(default_factory=dict[SliceKey, np.ndarray])
+    """With ``through_calls``: the slices an outlined program's per-chip functions cut of an
+    argument its calls hand them, by (argument, axis, ranges): one ``tp.shard`` op cuts a
+    new layer's weight at every call, so a slice is known by what it cuts, not by its op."""
 
     @property
     def placed_bytes(self) -> int:
         """Bytes held by the placed slices, a slice shared by several shards counted once."""
-        return sum(a.nbytes for a in {id(a): a for a in self.placed.values()}.values())
+        held = [*self.placed.values(), *self.sliced.values()]
+        return sum(a.nbytes for a in {id(a): a for a in held}.values())
 
 
 def place_weights(
@@ -128,6 +140,7 @@ def place_weights(
     inputs: Mapping[str, Any] | None = None,
     chip: int | None = None,
     casting: str = "safe",
+    through_calls: bool = False,
 ) -> Placement:
     """Load the arguments of ``module``, slicing what comes from ``source`` through the
     manifest: an argument read only by ``tp.shard`` ops (seen through chip programs) is read
@@ -149,11 +162,22 @@ def place_weights(
     bound to a zero-stride placeholder, never read (its header is checked, as every rank
     checks every argument, so a bad checkpoint fails alike on each). Without it (the
     default) every chip's share is loaded.
+
+    With ``through_calls`` (a runner that cuts each call's slices itself: IREE's), an
+    argument read by calls to an outlined program's per-chip functions, and otherwise only
+    by ``tp.shard``, is read slice by slice too — the slices the manifest follows those calls
+    to (`Placement.sliced`) — and bound to a placeholder; without it, such an argument is
+    read whole (the interpreter runs the calls on the values bound).
     """
     keys, _ = check_arguments(module, source, inputs, casting)
     func = entry_function(module)
     ins, _ = ports(func)
-    loads_by_op = {ld.op: ld for ld in read_manifest(module).loads}
+    manifest = read_manifest(module)
+    loads_by_op = {ld.op: ld for ld in manifest.loads}
+    by_tensor: dict[str, list[ChipLoad]] = {}
+    for ld in manifest.loads:
+        if chip is None or ld.chip == chip:
+            by_tensor.setdefault(ld.tensor, []).append(ld)
     placement = Placement()
     for port, arg in zip(ins, func.body.block.args, strict=True):
         given = None if inputs is None else port.key_in(inputs)
@@ -164,14 +188,36 @@ def place_weights(
         key = keys.get(port.name)
         if key is None:  # not the checkpoint's to bind: an input left to the caller
             continue
-        readers = [use.operation for use in uses_through_programs(arg)]
+        uses = list(uses_through_programs(arg))
+        readers = [use.operation for use in uses]
         if chip is not None:
             readers = [op for op in readers if reads_for(op, chip)]
             if not readers:
                 placement.values[port.name] = _placeholder(port)
                 continue
         loads = [loads_by_op[op] for op in readers if isinstance(op, ShardOp) and op in loads_by_op]
-        if loads and len(loads) == len(readers):
+        calls = [
+            u.operation
+            for u in uses
+            if isinstance(u.operation, CallOp)
+            and reads_for_chip(u.operation, chip)
+            and _cut_only(module, u.operation, u.index)
+        ]
+        # A load of the whole axis is a whole read (tp-export's port reads the input whole).
+        cut = [ld for ld in by_tensor.get(port.name, []) if not _whole_slice(ld)]
+        whole = len(cut) != len(by_tensor.get(port.name, []))
+        if through_calls and calls and not whole and len(loads) + len(calls) == len(readers):
+            for load in by_tensor.get(port.name, []):
+                cut = (port.name, load.slice.axis_index, tuple(load.slice.ranges))
+                if cut not in placement.sliced:
+                    placement.sliced[cut] = _load_slice(source, key, load, port)
+            for load in loads:
+                cut = (port.name, load.slice.axis_index, tuple(load.slice.ranges))
+                if cut not in placement.sliced:
+                    placement.sliced[cut] = _load_slice(source, key, load, port)
+                placement.placed[load.op] = placement.sliced[cut]
+            placement.values[port.name] = _placeholder(port)
+        elif loads and len(loads) == len(readers):
             # Shards that cut the same slice (say, each chip's copy of a replicated weight,
             # or a tied table's rows read by the embedding and the head) share one array,
             # read once. Safe: the interpreter never writes into a placed slice (with
@@ -186,6 +232,26 @@ def place_weights(
         else:
             placement.values[port.name] = np.asarray(source.whole(key), dtype=port.numpy_dtype)
     return placement
+
+
+def _whole_slice(load: ChipLoad) -> bool:
+    """Whether ``load`` keeps its axis whole (a chip's copy of a replicated tensor)."""
+    full = load.slice.full_shape[load.slice.axis_index]
+    return [tuple(r) for r in load.slice.ranges] == [(0, full)]
+
+
+def _cut_only(module: ModuleOp, call: CallOp, index: int) -> bool:
+    """Whether the function ``call`` calls reads its argument ``index`` only by
+    ``tp.shard``."""
+    callee = SymbolTable.lookup_symbol(module, call.callee)
+    if not isinstance(callee, FuncOp) or not callee.body.blocks:
+        return False
+    return all(isinstance(use.operation, ShardOp) for use in callee.body.block.args[index].uses)
+
+
+def reads_for_chip(op: Operation, chip: int | None) -> bool:
+    """Whether ``op`` is read on chip ``chip``'s behalf (any chip: None)."""
+    return chip is None or reads_for(op, chip)
 
 
 def _placeholder(port: Port) -> np.ndarray:

@@ -51,6 +51,7 @@ from tp_dialect.passes.export import export_module, manifest_of
 from tp_dialect.program_ops import ChipProgramOp
 from tp_dialect.runtime import iree_tuning as tuning
 from tp_dialect.runtime.arrays import slice_of
+from tp_dialect.runtime.checkpoint import SliceKey
 from tp_dialect.runtime.reference import bind
 from tp_dialect.runtime.segments import Call, Entry, Port, run_segments
 from tp_dialect.signature import entry_function, ports
@@ -582,11 +583,13 @@ def prepare(
     chips: Container[int] | None = None,
     host: bool = True,
     driver: str | None = None,
+    sliced: Mapping[SliceKey, np.ndarray] | None = None,
 ) -> Prepared:
     """``module``'s export (a copy's) with the segments of ``chips`` (every chip: None) and,
     with ``host``, ``@host`` compiled by IREE and every host input or slice they read placed
-    on the device, once. ``placed``: the slices the host already loaded (`place_weights`);
-    any other slice is cut from ``values``. ``driver``: IREE's runtime driver instead of the
+    on the device, once. ``placed``, ``sliced``: the slices the host already loaded
+    (`place_weights`: by their ``tp.shard``, and by what they cut for an outlined program's
+    calls); any other slice is cut from ``values``. ``driver``: IREE's runtime driver instead of the
     cache's target's (say ``local-sync``, the calling thread alone, for ``local-task``'s pool
     of worker threads; the compiled code is the same)."""
     _, runtime = iree()
@@ -619,8 +622,14 @@ def prepare(
             shard = slices.get(key)
             if shard is not None and shard in placed:
                 data = placed[shard]
+            elif sliced is not None and key in sliced:
+                data = sliced[key]
             else:
-                data = slice_of(np.asarray(host_values[port["name"]]), port["axis"], key[2])
+                whole = np.asarray(host_values[port["name"]])
+                if whole.ndim and not any(whole.strides):  # `place_weights`' placeholder
+                    # never read into: slicing it would run on zeros, silently
+                    raise RuntimeError(f"a slice of '{port['name']}' that was never loaded")
+                data = slice_of(whole, port["axis"], key[2])
         resident[key] = device.place(data)
         return resident[key]
 
@@ -659,12 +668,14 @@ def run_iree(
     values: Mapping[str, Any],
     placed: Mapping[ShardOp, np.ndarray] | None = None,
     cache: ModuleCache | None = None,
+    sliced: Mapping[SliceKey, np.ndarray] | None = None,
 ) -> IreeRun:
     """``module`` (per-chip programs with or without their relay) run on IREE: its results
-    by name, equal to the reference interpreter's to f32 rounding. ``placed``: the slices
-    the host already loaded (`place_weights`); any other slice is cut from ``values``."""
+    by name, equal to the reference interpreter's to f32 rounding. ``placed``, ``sliced``:
+    the slices the host already loaded (`place_weights`); any other slice is cut from
+    ``values``."""
     cache = cache or ModuleCache(default_cache_dir())
-    prepared = prepare(module, values, placed, cache)
+    prepared = prepare(module, values, placed, cache, sliced=sliced)
     t0 = time.perf_counter()
     results = run_segments(prepared.manifest, prepared.host_input, prepared.call)
     return IreeRun(

@@ -194,13 +194,24 @@ def run_mpi_iree(
     given = comm.bcast(given, root=0)
     bcast_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    placement = place_weights(module, source(given), given, chip=rank, casting=casting)
+    placement = place_weights(
+        module, source(given), given, chip=rank, casting=casting, through_calls=True
+    )
     # A rank's share of the cores, as for BLAS (`threads_per_rank`): when that is one core,
     # IREE's worker pool would only contend with the other ranks and with MPI's progress.
     cache = cache or ModuleCache(default_cache_dir())
     alone = cache.target.driver == "local-task" and threads_per_rank(comm.Get_size()) == 1
     driver = "local-sync" if alone else None
-    ready = prepare(module, placement.values, placement.placed, cache, {rank}, rank == 0, driver)
+    ready = prepare(
+        module,
+        placement.values,
+        placement.placed,
+        cache,
+        {rank},
+        rank == 0,
+        driver,
+        placement.sliced,
+    )
     load = time.perf_counter() - t0
     compute = 0.0
 
