@@ -77,7 +77,7 @@ def _programs(chips: int, dtype: str) -> Any:
     """The qwen3-8b layer on ``chips`` chips with ``dtype`` weights, as per-chip programs."""
     cfg = Qwen3Config.preset("qwen3-8b", layers=1, chips=chips, dtype=dtype)
     module, _ = parse_module(tp_context(), generate(cfg), "<qwen3-8b>")
-    return per_chip(module, "fold", False, flat=True)
+    return per_chip(module, "fold", False)
 
 
 def _rel(got: Any, want: np.ndarray) -> float:

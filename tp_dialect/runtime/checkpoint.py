@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import CallOp, FuncOp
-from xdsl.ir import Operation
+from xdsl.ir import BlockArgument, Operation
 from xdsl.traits import SymbolTable
 
 from tp_dialect.analysis.certify.manifest import ChipLoad, read_manifest
@@ -203,7 +203,7 @@ def place_weights(
             and reads_for_chip(u.operation, chip)
             and _cut_only(module, u.operation, u.index)
         ]
-        # A load of the whole axis is a whole read (tp-export's port reads the input whole).
+        # A load of the whole axis: read the tensor whole (the simple, safe reading).
         cut = [ld for ld in by_tensor.get(port.name, []) if not _whole_slice(ld)]
         whole = len(cut) != len(by_tensor.get(port.name, []))
         if through_calls and calls and not whole and len(loads) + len(calls) == len(readers):
@@ -242,11 +242,22 @@ def _whole_slice(load: ChipLoad) -> bool:
 
 def _cut_only(module: ModuleOp, call: CallOp, index: int) -> bool:
     """Whether the function ``call`` calls reads its argument ``index`` only by
-    ``tp.shard``."""
+    ``tp.shard``, and every call of it beside ``call`` hands that place an argument of their
+    block: tp-export's rule for a slice the host places (a call handing it anything else
+    makes the exported segments read the argument whole, `export_cut`)."""
     callee = SymbolTable.lookup_symbol(module, call.callee)
     if not isinstance(callee, FuncOp) or not callee.body.blocks:
         return False
-    return all(isinstance(use.operation, ShardOp) for use in callee.body.block.args[index].uses)
+    if not all(isinstance(u.operation, ShardOp) for u in callee.body.block.args[index].uses):
+        return False
+    block = call.parent_block()
+    if block is None:
+        return False
+    siblings = [op for op in block.ops if isinstance(op, CallOp) and op.callee == call.callee]
+    return all(
+        isinstance(handed := op.arguments[index], BlockArgument) and handed.owner is block
+        for op in siblings
+    )
 
 
 def reads_for_chip(op: Operation, chip: int | None) -> bool:

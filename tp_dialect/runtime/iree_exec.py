@@ -618,6 +618,8 @@ def prepare(
             return resident[key]
         if port["kind"] == "input":
             data = host_values[port["name"]]
+            if _placeholder(data):
+                raise RuntimeError(f"'{port['name']}' read whole, but never loaded")
         else:
             shard = slices.get(key)
             if shard is not None and shard in placed:
@@ -626,8 +628,7 @@ def prepare(
                 data = sliced[key]
             else:
                 whole = np.asarray(host_values[port["name"]])
-                if whole.ndim and not any(whole.strides):  # `place_weights`' placeholder
-                    # never read into: slicing it would run on zeros, silently
+                if _placeholder(whole):
                     raise RuntimeError(f"a slice of '{port['name']}' that was never loaded")
                 data = slice_of(whole, port["axis"], key[2])
         resident[key] = device.place(data)
@@ -702,6 +703,12 @@ def host_outputs(module: ModuleOp, results: tuple[Any, ...]) -> dict[str, np.nda
 
 RESIDENT = ("input", "shard")
 """The ports the host places on the device once: host inputs, whole or as chip slices."""
+
+
+def _placeholder(value: Any) -> bool:
+    """Whether ``value`` is `place_weights`' zero-stride stand-in for a tensor it never read:
+    computing on it would run on zeros, silently."""
+    return isinstance(value, np.ndarray) and value.ndim > 0 and not any(value.strides)
 
 
 def resident_key(port: dict[str, Any]) -> tuple[Any, ...]:

@@ -180,11 +180,12 @@ def run_mpi_iree(
     casting: str = "safe",
     cache: ModuleCache | None = None,
 ) -> MpiRun | None:
-    """``module``'s per-chip programs (flat) run on IREE with rank c as chip c: on rank 0
-    the program's results by name (the in-process IREE run's) and every rank's stats, None
-    on the other ranks. ``inputs`` is called on rank 0 only, ``source`` on every rank with
-    those inputs. A world that does not fit the programs raises MpiError on every rank alike
-    before anything is loaded; any other error is its rank's own (the caller aborts)."""
+    """``module``'s per-chip programs (flat or outlined) run on IREE with rank c as chip c:
+    on rank 0 the program's results by name (the in-process IREE run's) and every rank's
+    stats, None on the other ranks. ``inputs`` is called on rank 0 only, ``source`` on every
+    rank with those inputs. A world that does not fit the programs raises MpiError on every
+    rank alike before anything is loaded; any other error is its rank's own (the caller
+    aborts)."""
     mpi = load_mpi()
     comm = mpi.COMM_WORLD if comm is None else comm
     rank = comm.Get_rank()
