@@ -40,12 +40,13 @@ from tp_dialect.analysis.schedule.halts import ChipPlan, link_points, runs_on
 from tp_dialect.analysis.touch import captured, collective, is_constant, statements
 from tp_dialect.analysis.values import callee
 from tp_dialect.certificate import kept
-from tp_dialect.names import LAYER_ATTR, call_tag, in_layer
+from tp_dialect.names import LAYER_ATTR, call_tag, in_layer, value_name
 from tp_dialect.ops import BarrierOp, SectionOp
 from tp_dialect.passes.inline import inline_calls
 from tp_dialect.passes.link_calls import ChipFunctions, chip_functions
 from tp_dialect.passes.preconditions import chips_to_lower, lowered_of
 from tp_dialect.program_ops import ChipProgramOp, FinishOp, LinkOp
+from tp_dialect.reject import TpReject
 
 Key = SSAValue | tuple[CallOp, SSAValue]
 """A value a chip hands the host: the caller's own, or (a call, a callee value) for a shard
@@ -189,6 +190,14 @@ def split_programs(
     def lower_call(call: CallOp, c: int, mapping: dict[Any, SSAValue], into: Block) -> int:
         cf = split[_callee_of(call)]
         target = cf.funcs[c]
+        for i in cf.takes[c]:
+            if call.arguments[i] not in mapping:  # a host output: no chip holds it
+                raise TpReject.NOT_LINKABLE.at(
+                    call,
+                    f"the call hands @{target.sym_name.data} %{value_name(call.arguments[i])}, "
+                    f"which chip {c} does not hold (a host output, stored whole by "
+                    "tp.unshard): a chip's call reads what its chip holds",
+                )
         new = CallOp(
             target.sym_name.data,
             [mapping[call.arguments[i]] for i in cf.takes[c]],

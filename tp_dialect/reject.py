@@ -58,7 +58,8 @@ class TpReject(Enum):
     NOT_SECTIONED = "not-sectioned"
     """A pass that needs sections (tp-transfers, tp-phase, ...) met a statement outside one."""
     NOT_LINKABLE = "not-linkable"
-    """Per-chip programs cannot spell a collective's exchange (a ring all-reduce)."""
+    """Per-chip programs cannot spell a collective's exchange (a ring all-reduce), or a
+    chip's call reads a value its chip does not hold (a host output)."""
     CANNOT_SPLIT = "cannot-split"
     """tp-split: a cut value reaches an op that mixes along the cut, reads it otherwise than
     through one axis, or has no propagation rule; or the program is already split."""
