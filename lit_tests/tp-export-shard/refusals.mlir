@@ -49,8 +49,9 @@ builtin.module attributes {tp.chips = 2 : i64} {
 
 // -----
 // Each chip sums its own rows: written by hand, not tp-split's output for any annotation
-// (tp-split would keep the result cut, not sum it), so re-importing would not give it back.
-// CHECK-LABEL: error: tp-export-shard: re-importing the un-split program does not give this one back (it is not tp-split's output for a plan MLIR's sharding states) [not-exportable]
+// (tp-split keeps the result cut, not summed), so the export's claim that the sum is
+// replicated contradicts the re-split and the program is refused.
+// CHECK-LABEL: error: tp-export-shard: re-importing the un-split program does not give this one back (splitting it again: tp-import-shard: the annotation says %o is whole on every chip; tp-split's propagation from the arguments' cuts has it cut along axis 0 [shard-unsupported]) [not-exportable]
 builtin.module attributes {tp.chips = 2 : i64} {
   func.func @f(%w: tensor<8x4xf32> {tp.name = "w"}) -> tensor<4x4xf32> {
     %w_c0 = tp.shard %w at #tp.slice<axis = 0, ranges = [(0, 4)], full = [8, 4]> : tensor<8x4xf32> -> tensor<4x4xf32, #tp.chip<0>>

@@ -188,33 +188,33 @@ def place_weights(
         key = keys.get(port.name)
         if key is None:  # not the checkpoint's to bind: an input left to the caller
             continue
-        uses = list(uses_through_programs(arg))
-        readers = [use.operation for use in uses]
-        if chip is not None:
-            readers = [op for op in readers if reads_for(op, chip)]
-            if not readers:
-                placement.values[port.name] = _placeholder(port)
-                continue
+        uses = [
+            u for u in uses_through_programs(arg) if chip is None or reads_for(u.operation, chip)
+        ]
+        readers = [u.operation for u in uses]
+        if chip is not None and not readers:
+            placement.values[port.name] = _placeholder(port)
+            continue
         loads = [loads_by_op[op] for op in readers if isinstance(op, ShardOp) and op in loads_by_op]
         calls = [
             u.operation
             for u in uses
-            if isinstance(u.operation, CallOp)
-            and reads_for_chip(u.operation, chip)
+            if through_calls
+            and isinstance(u.operation, CallOp)
             and _cut_only(module, u.operation, u.index)
         ]
-        # A load of the whole axis: read the tensor whole (the simple, safe reading).
-        cut = [ld for ld in by_tensor.get(port.name, []) if not _whole_slice(ld)]
-        whole = len(cut) != len(by_tensor.get(port.name, []))
-        if through_calls and calls and not whole and len(loads) + len(calls) == len(readers):
-            for load in by_tensor.get(port.name, []):
+        followed = by_tensor.get(port.name, [])  # the slices the manifest follows calls to
+        if (
+            calls
+            and len(loads) + len(calls) == len(readers)
+            and not any(_whole_slice(ld) for ld in followed)  # a whole axis: read whole
+        ):
+            for load in followed:
                 cut = (port.name, load.slice.axis_index, tuple(load.slice.ranges))
                 if cut not in placement.sliced:
                     placement.sliced[cut] = _load_slice(source, key, load, port)
             for load in loads:
                 cut = (port.name, load.slice.axis_index, tuple(load.slice.ranges))
-                if cut not in placement.sliced:
-                    placement.sliced[cut] = _load_slice(source, key, load, port)
                 placement.placed[load.op] = placement.sliced[cut]
             placement.values[port.name] = _placeholder(port)
         elif loads and len(loads) == len(readers):
@@ -260,9 +260,10 @@ def _cut_only(module: ModuleOp, call: CallOp, index: int) -> bool:
     )
 
 
-def reads_for_chip(op: Operation, chip: int | None) -> bool:
-    """Whether ``op`` is read on chip ``chip``'s behalf (any chip: None)."""
-    return chip is None or reads_for(op, chip)
+def is_placeholder(value: Any) -> bool:
+    """Whether ``value`` is the zero-stride stand-in `_placeholder` binds for a tensor never
+    read: whatever computes on it computes on zeros."""
+    return isinstance(value, np.ndarray) and value.ndim > 0 and not any(value.strides)
 
 
 def _placeholder(port: Port) -> np.ndarray:

@@ -51,7 +51,7 @@ from tp_dialect.passes.export import export_module, manifest_of
 from tp_dialect.program_ops import ChipProgramOp
 from tp_dialect.runtime import iree_tuning as tuning
 from tp_dialect.runtime.arrays import slice_of
-from tp_dialect.runtime.checkpoint import SliceKey
+from tp_dialect.runtime.checkpoint import SliceKey, is_placeholder
 from tp_dialect.runtime.reference import bind
 from tp_dialect.runtime.segments import Call, Entry, Port, run_segments
 from tp_dialect.signature import entry_function, ports
@@ -618,7 +618,7 @@ def prepare(
             return resident[key]
         if port["kind"] == "input":
             data = host_values[port["name"]]
-            if _placeholder(data):
+            if is_placeholder(data):
                 raise RuntimeError(f"'{port['name']}' read whole, but never loaded")
         else:
             shard = slices.get(key)
@@ -628,7 +628,7 @@ def prepare(
                 data = sliced[key]
             else:
                 whole = np.asarray(host_values[port["name"]])
-                if _placeholder(whole):
+                if is_placeholder(whole):
                     raise RuntimeError(f"a slice of '{port['name']}' that was never loaded")
                 data = slice_of(whole, port["axis"], key[2])
         resident[key] = device.place(data)
@@ -703,12 +703,6 @@ def host_outputs(module: ModuleOp, results: tuple[Any, ...]) -> dict[str, np.nda
 
 RESIDENT = ("input", "shard")
 """The ports the host places on the device once: host inputs, whole or as chip slices."""
-
-
-def _placeholder(value: Any) -> bool:
-    """Whether ``value`` is `place_weights`' zero-stride stand-in for a tensor it never read:
-    computing on it would run on zeros, silently."""
-    return isinstance(value, np.ndarray) and value.ndim > 0 and not any(value.strides)
 
 
 def resident_key(port: dict[str, Any]) -> tuple[Any, ...]:

@@ -54,7 +54,7 @@ from tp_dialect.dtypes import numpy_dtype
 from tp_dialect.errors import TpError
 from tp_dialect.grid import CHIPS_ATTR, MAX_LOWERED_CHIPS, stated_chips
 from tp_dialect.program_ops import ChipProgramOp
-from tp_dialect.runtime.checkpoint import TensorSource, place_weights
+from tp_dialect.runtime.checkpoint import TensorSource, is_placeholder, place_weights
 from tp_dialect.runtime.host_memory import bytes_text
 from tp_dialect.signature import entry_function, ports
 
@@ -312,7 +312,7 @@ def run_mpi(
         weight_bytes = placement.placed_bytes + sum(
             np.asarray(v).nbytes
             for port, v in zip(ins, args, strict=True)
-            if port.key_in(given) is None and not _placeholder(v)
+            if port.key_in(given) is None and not is_placeholder(v)
         )
         program = index.programs[rank]
         own = []
@@ -355,11 +355,6 @@ def run_mpi(
         for port, r in zip(outs, results, strict=True)
     }
     return MpiRun(named, [s for _, s in gathered])
-
-
-def _placeholder(value: Any) -> bool:
-    """Whether ``value`` is a zero-stride stand-in for an argument this rank never reads."""
-    return isinstance(value, np.ndarray) and value.ndim > 0 and not any(value.strides)
 
 
 def run_chip(
