@@ -273,6 +273,33 @@ def test_the_launcher_starts_as_many_ranks_as_chips(
     assert cmd[1:3] == ["-n", str(ranks)]
 
 
+class LosingLauncher(FakeLauncher):
+    """A world whose rank 1 failed, said so and aborted, but whose stderr mpiexec lost in the
+    teardown (a race of MPICH's: seen on a loaded machine): only the rank's file remains."""
+
+    def __call__(self, cmd: list[str], *rest: object) -> subprocess.CompletedProcess[str]:
+        super().__call__(cmd)
+        env = rest[0]
+        assert isinstance(env, dict)
+        os.environ[mpi_exec.PID_DIR_ENV] = env[mpi_exec.PID_DIR_ENV]
+        try:
+            mpi_exec.record_error(1, "tp-run: error: rank 1 (chip 1): it broke")
+        finally:
+            del os.environ[mpi_exec.PID_DIR_ENV]
+        return subprocess.CompletedProcess(cmd, 1, "", "")
+
+
+def test_a_rank_error_lost_by_mpiexec_is_still_said(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    monkeypatch.setattr(run_mpi, "run_bounded", LosingLauncher())
+    monkeypatch.setattr(mpi_exec, "load_mpi", lambda: None)
+    path = _two_chip_program(tmp_path, "source")
+    code = tp_run_main([str(path), "--random-weights", "0", "--random-inputs", "1", "--mpi", "2"])
+    assert code == 1
+    assert capsys.readouterr().err.splitlines() == ["tp-run: error: rank 1 (chip 1): it broke"]
+
+
 @pytest.mark.parametrize("n", ["1", "3", "1000", str(2**40)])
 @pytest.mark.parametrize("stage", ["source", "programs"])
 def test_a_world_that_does_not_fit_starts_no_rank(

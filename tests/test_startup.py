@@ -49,3 +49,36 @@ def test_a_bf16_element_type_maps_in_a_fresh_process() -> None:
         "print(numpy_dtype(BFloat16Type()).name)"
     )
     assert out == "bfloat16"
+
+
+def test_tp_opt_imports_only_the_passes_it_runs(tmp_path: Path) -> None:
+    """A tp-opt run imports the passes it runs and no other (each pass's module is read on
+    demand; listing their summaries for --help would read them all)."""
+    src = tmp_path / "m.mlir"
+    src.write_text("builtin.module attributes {tp.chips = 2 : i64} {}\n")
+    out = _fresh(
+        "import sys\n"
+        "from tp_dialect.tools.tp_opt import main\n"
+        f"main([{str(src)!r}, '--tp-verify', '-o', {str(tmp_path / 'out.mlir')!r}])\n"
+        "print(sorted(m for m in sys.modules if m.startswith('tp_dialect.passes.')))"
+    )
+    passes = {name.strip("' ") for name in out.strip("[]").split(",")}
+    assert "tp_dialect.passes.verify" in passes
+    assert not passes & {"tp_dialect.passes.relocate", "tp_dialect.passes.export_shard"}
+
+
+def test_tp_opt_help_lists_every_pass_with_its_summary() -> None:
+    from tp_dialect.passes import TP_PASSES
+
+    out = subprocess.run(
+        [str(Path(sys.executable).parent / "tp-opt"), "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        env={"COLUMNS": "1000", "PATH": ""},
+    ).stdout
+    for name, factory in TP_PASSES.items():
+        summary = (factory().__doc__ or "").strip().split("\n\n")[0].split()
+        assert summary, name
+        assert f"--{name} [OPTIONS] {' '.join(summary)}" in " ".join(out.split()), name

@@ -122,11 +122,12 @@ def launch(args: argparse.Namespace, argv: list[str]) -> int:
             ) from None
         out, err = proc.stdout, proc.stderr
         died = _who_died(out + err, pids, args.mpi if args.relay == "host" else None)
+        recorded = mpi_exec.recorded_errors(pids)
     if proc.returncode != 0:  # mpiexec's own banner about a dead rank: said below in a line
         out = "".join(line for line in out.splitlines(True) if not _HYDRA.match(line))
     sys.stdout.write(out)
     said = rank_lines(err)
-    errors = [line for line in said if "error:" in line]
+    errors = [line for line in said if "error:" in line] or recorded
     for line in said:
         if "error:" not in line:
             print(line, file=sys.stderr)
@@ -169,6 +170,14 @@ def _who_died(err: str, pids: str, host_rank: int | None) -> str | None:
         return f"process {found.group(1)} died: {reason}"
     chip = "the host" if rank == host_rank else f"chip {rank}"
     return f"rank {rank} ({chip}) died: {reason}"
+
+
+def _say_and_abort(comm: Any, line: str) -> None:
+    """This rank's error ``line`` said (on stderr, and for the launcher in a file, which
+    outlives the world's teardown), then every rank ended."""
+    print(line, file=sys.stderr, flush=True)
+    mpi_exec.record_error(comm.Get_rank(), line)
+    mpi_exec.abort(comm, 1)
 
 
 def check_mpi_flags(args: argparse.Namespace, how: str) -> None:
@@ -245,8 +254,7 @@ def main_mpi(args: argparse.Namespace) -> int:
     except BaseException as err:
         chip = "" if args.relay == "host" and rank == comm.Get_size() - 1 else f" (chip {rank})"
         text = str(err) or type(err).__name__
-        print(f"tp-run: error: rank {rank}{chip}: {text}", file=sys.stderr, flush=True)
-        mpi_exec.abort(comm, 1)
+        _say_and_abort(comm, f"tp-run: error: rank {rank}{chip}: {text}")
         return 1
     if run is None:
         return 0
@@ -289,8 +297,7 @@ def _main_spmd(args: argparse.Namespace, module: ModuleOp, comm: Any) -> int:
     except BaseException as err:
         text = str(err) or type(err).__name__
         said = text if isinstance(err, SpmdError) else f"rank {rank} (chip {rank}): {text}"
-        print(f"tp-run: error: {said}", file=sys.stderr, flush=True)  # SpmdError names ranks
-        mpi_exec.abort(comm, 1)
+        _say_and_abort(comm, f"tp-run: error: {said}")  # SpmdError names ranks
         return 1
     if rank != 0:
         return 0

@@ -74,6 +74,26 @@ def record_rank(rank: int) -> None:
             f.write(str(rank))
 
 
+def record_error(rank: int, line: str) -> None:
+    """With ``TP_MPI_PID_DIR`` set, ``rank``'s error ``line`` written to a file there too:
+    the launcher reads it when mpiexec, tearing the world down after an abort, lost the
+    rank's stderr on the way (it forwards a rank's output only while the rank lives)."""
+    directory = os.environ.get(PID_DIR_ENV)
+    if directory:
+        with open(os.path.join(directory, f"error-{rank}"), "w") as f:
+            f.write(line)
+
+
+def recorded_errors(directory: str) -> list[str]:
+    """The error lines `record_error` recorded in ``directory``, by rank."""
+    found = []
+    for name in os.listdir(directory):
+        if name.startswith("error-") and name[6:].isdigit():
+            with open(os.path.join(directory, name)) as f:
+                found.append((int(name[6:]), f.read().strip()))
+    return [line for _, line in sorted(found)]
+
+
 def rank_of_pid(directory: str, pid: int) -> int | None:
     """The rank that `record_rank` recorded for process ``pid`` in ``directory``, if any."""
     try:
