@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
+from tp_dialect.runtime import mpi_wait
 from tp_dialect.runtime.checkpoint import TensorSource, place_weights
 from tp_dialect.runtime.iree_exec import ModuleCache, default_cache_dir, host_outputs, prepare
 from tp_dialect.runtime.launch import threads_per_rank
@@ -64,6 +65,7 @@ class Links:
 
     def recv(self, name: str, source: int) -> np.ndarray:
         t0 = time.perf_counter()
+        mpi_wait.arrived(self.comm, source, self.tags[name])
         value = np.asarray(self.comm.recv(source=source, tag=self.tags[name]))
         self.received += value.nbytes
         self.seconds += time.perf_counter() - t0
@@ -72,7 +74,10 @@ class Links:
     def drain(self) -> None:
         """Wait for every send posted (the request keeps its buffer alive until then)."""
         t0 = time.perf_counter()
-        self.pkl5.Request.waitall(self.requests)
+        if mpi_wait.spinning():
+            self.pkl5.Request.waitall(self.requests)
+        else:
+            mpi_wait.poll(lambda: bool(self.pkl5.Request.testall(self.requests)[0]))
         self.requests.clear()
         self.seconds += time.perf_counter() - t0
 
@@ -163,6 +168,7 @@ def gather_outputs(comm: Any, finished: Finished, place: Callable[[np.ndarray], 
     sent = None if rank == 0 else {k: to_host(v) for k, v in finished.items()}
     from mpi4py.util import pkl5  # loaded when ranks run; outputs out of band, as links'
 
+    mpi_wait.barrier(comm)  # rank 0 waits for the slowest chip without spinning
     gathered = pkl5.Intracomm(comm).gather(sent, root=0)
     if rank != 0:
         return {}
@@ -192,6 +198,7 @@ def run_mpi_iree(
     check_world(module, comm.Get_size(), "direct")
     given = inputs() if rank == 0 else None
     t0 = time.perf_counter()
+    mpi_wait.barrier(comm)  # rank 0 has read the inputs (the others wait without spinning)
     given = comm.bcast(given, root=0)
     bcast_s = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -226,7 +233,7 @@ def run_mpi_iree(
 
     links = Links(comm, copied_names(ready.manifest))
     links.seconds = bcast_s
-    comm.Barrier()  # every rank loaded and compiled: the step starts together
+    mpi_wait.barrier(comm)  # every rank loaded and compiled: the step starts together
     t_step = time.perf_counter()
     finished = run_rank(
         ready.manifest, rank, comm, ready.host_input, timed, ready.device.place, links

@@ -54,6 +54,7 @@ from tp_dialect.dtypes import numpy_dtype
 from tp_dialect.errors import TpError
 from tp_dialect.grid import CHIPS_ATTR, MAX_LOWERED_CHIPS, stated_chips
 from tp_dialect.program_ops import ChipProgramOp
+from tp_dialect.runtime import mpi_wait
 from tp_dialect.runtime.checkpoint import TensorSource, is_placeholder, place_weights
 from tp_dialect.runtime.host_memory import bytes_text
 from tp_dialect.signature import entry_function, ports
@@ -260,16 +261,18 @@ class Wire:
             shape = tuple(type_.get_shape())
             value: Any = np.empty(shape, numpy_dtype(type_.element_type))
             raw = value.reshape(-1).view(np.uint8)
+            mpi_wait.arrived(self.comm, source, tag)
             self.comm.Recv([raw, self.mpi.BYTE], source=source, tag=tag)
             self.received += raw.nbytes
         else:
+            mpi_wait.arrived(self.comm, source, tag)
             value = self.comm.recv(source=source, tag=tag)
         self.seconds += time.perf_counter() - t0
         return value
 
     def drain(self) -> None:
         t0 = time.perf_counter()
-        self.mpi.Request.Waitall(self.requests)
+        mpi_wait.settle(self.mpi, self.requests)
         self.requests.clear()
         self.keep.clear()
         self.seconds += time.perf_counter() - t0
@@ -314,6 +317,7 @@ def run_mpi(
     wire = Wire(comm, mpi, list(index.sent))
     given = inputs() if rank == 0 else None
     t0 = time.perf_counter()
+    mpi_wait.barrier(comm)  # rank 0 has read the inputs (the others wait without spinning)
     given = comm.bcast(given, root=0)
     wire.seconds += time.perf_counter() - t0
     host_rank = chips if relay == "host" else None
@@ -341,7 +345,7 @@ def run_mpi(
             own.append(args[v.index])
         runner = ChipRunner(module, program, own, placed, storage)
         load = time.perf_counter() - t0
-    comm.Barrier()  # every rank loaded: the step starts together
+    mpi_wait.barrier(comm)  # every rank loaded: the step starts together
     t_step = time.perf_counter()
     if runner is None:
         _host_relay(func, index, wire)
@@ -349,7 +353,7 @@ def run_mpi(
         compute += run_chip(runner, program, index, wire, host_rank)
         finished = runner.outputs
     wire.drain()
-    comm.Barrier()  # the step ends when the last rank is done
+    mpi_wait.barrier(comm)  # the step ends when the last rank is done
     step = time.perf_counter() - t_step
     stats = RankStats(
         rank,

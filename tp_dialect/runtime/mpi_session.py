@@ -26,6 +26,7 @@ from xdsl.printer import Printer
 
 from tp_dialect.analysis.calls.chip_runs import flat_copy, has_chip_calls
 from tp_dialect.analysis.schedule.programs import check_programs
+from tp_dialect.runtime import mpi_wait
 from tp_dialect.runtime.checkpoint import TensorSource
 from tp_dialect.runtime.mpi_exec import MpiError, Wire, abort, check_world, load_mpi, run_chip
 from tp_dialect.runtime.numpy_impls import NumpyFunctions
@@ -65,19 +66,23 @@ class MpiSession:
         """Every rank makes ``module`` ready on its own state; the step's number."""
         out = io.StringIO()
         Printer(stream=out).print_op(module)
-        self.comm.bcast(("prepare", out.getvalue()), root=0)
+        self._command(("prepare", out.getvalue()))
         return self._prepare(out.getvalue())
 
     def run(self, step: int, inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """One run of step ``step`` on every rank; its outputs (rank 0)."""
-        self.comm.bcast(("run", step, dict(inputs)), root=0)
+        self._command(("run", step, dict(inputs)))
         outputs = self._run(step, inputs)
         assert outputs is not None
         return outputs
 
     def close(self) -> None:
         """Release the serving ranks."""
-        self.comm.bcast(("stop",), root=0)
+        self._command(("stop",))
+
+    def _command(self, command: tuple[Any, ...]) -> None:
+        mpi_wait.barrier(self.comm)  # the serving ranks wait here, without spinning
+        self.comm.bcast(command, root=0)
 
     # -- every other rank --------------------------------------------------------------
 
@@ -85,6 +90,7 @@ class MpiSession:
         """Follow rank 0's commands until it closes the session. A rank failing says why
         (one line) and ends every rank: the others would wait for it forever."""
         while True:
+            mpi_wait.barrier(self.comm)  # rank 0's next command (`_command`)
             command = self.comm.bcast(None, root=0)
             if command[0] == "stop":
                 return
@@ -130,6 +136,7 @@ class MpiSession:
         wire = Wire(self.comm, self.mpi, list(index.sent))
         run_chip(runner, program, index, wire, None)
         wire.drain()
+        mpi_wait.barrier(self.comm)  # rank 0 waits for the slowest chip without spinning
         gathered = self.comm.gather(runner.outputs, root=0)
         if self.rank != 0:
             return None

@@ -31,6 +31,7 @@ from xdsl.ir import Operation
 
 from tp_dialect.errors import TpError
 from tp_dialect.ops import ShardOp
+from tp_dialect.runtime import mpi_wait
 from tp_dialect.runtime.binding import bind
 from tp_dialect.runtime.numpy_impls import LocatingInterpreter, NumpyFunctions, own_storage
 from tp_dialect.signature import entry_function, ports
@@ -254,6 +255,7 @@ class CommWorld:
         from mpi4py import MPI
 
         status = MPI.Status()
+        mpi_wait.arrived(self.comm, source, tag)
         self.comm.Probe(source=source, tag=tag, status=status)
         got = status.Get_count(MPI.BYTE)
         if got != like.nbytes:
@@ -265,7 +267,11 @@ class CommWorld:
         return like
 
     def complete(self, sent: tuple[Any, np.ndarray], rank: int, dest: int, tag: int) -> None:
-        sent[0].Wait()
+        request = sent[0]
+        if mpi_wait.spinning():
+            request.Wait()
+        else:
+            mpi_wait.poll(lambda: bool(request.Test()))
 
 
 def is_spmd(func: Operation) -> bool:
