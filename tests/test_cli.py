@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import tool
 
 ROOT = Path(__file__).resolve().parent.parent
 INPUTS = ROOT / "lit_tests" / "tools" / "Inputs"
@@ -14,9 +15,7 @@ TP_OPT = Path(sys.executable).parent / "tp-opt"
 
 
 def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(TP_OPT), *map(str, args)], capture_output=True, text=True, timeout=120
-    )
+    return tool("tp-opt", *args)
 
 
 @pytest.mark.parametrize(

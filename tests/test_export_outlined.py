@@ -9,7 +9,6 @@ export (`run_iree`) gives the interpreter's outputs within 1e-5 relative."""
 from __future__ import annotations
 
 import functools
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -19,6 +18,7 @@ import hf_models
 import numpy as np
 import pytest
 from exported_runner import interpreted
+from helpers import tool
 from hypothesis import assume, given, settings
 from ir_helpers import SETTINGS, apply, parse
 from test_storage_aliases import Outlined, outlined
@@ -43,9 +43,11 @@ PIPELINE = "tp-relocate{{allreduce={}}},tp-transfers,tp-phase,tp-link-points,tp-
 @functools.cache
 def _source(layers: int, chips: int, outline: bool) -> str:
     """tp-gen's tiny qwen3 step (outlined: one ``@layer`` called per layer)."""
-    cmd = [str(BIN / "tp-gen"), "qwen3", "--preset", "tiny", "--layers", str(layers)]
+    cmd = ["qwen3", "--preset", "tiny", "--layers", str(layers)]
     cmd += ["--chips", str(chips)] + (["--outline"] if outline else [])
-    return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    made = tool("tp-gen", *cmd)
+    assert made.returncode == 0, made.stderr
+    return made.stdout
 
 
 def _programs(layers: int, chips: int, algorithm: str, outline: bool = True) -> ModuleOp:
@@ -173,9 +175,11 @@ def test_a_whole_models_outlined_step_exports_to_its_numbers(
     """A Hugging Face model's step (embedding, layers called, vocab-parallel argmax), split
     over 2 chips: its export gives the outlined programs' ids and logits bitwise."""
     d = hf_models.write_model(tmp_path / family, family)
-    cmd = [str(BIN / "tp-gen"), "--from-pretrained", str(d), "--step", step, "--logits"]
+    cmd = ["--from-pretrained", str(d), "--step", step, "--logits"]
     cmd += ["--max-positions", "16"] + (["--prompt-len", "3"] if step == "prefill" else [])
-    text = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    made = tool("tp-gen", *cmd)
+    assert made.returncode == 0, made.stderr
+    text = made.stdout
     module, _ = parse_module(tp_context(), text, "<tp-gen>")
     module = lowered(module, "tp-split{plan=hf chips=2}," + PIPELINE.format("fold"))
     assert any(CHIP_FUNCTION in f.attributes for f in module.ops if isinstance(f, FuncOp))

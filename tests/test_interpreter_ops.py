@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import CTX
+from helpers import CTX, tool
 from interp_cases import Case, arith_cases
 from interp_cases_ops import op_cases
 from qwen3_numpy_reference import qwen3_decode, random_qwen3_inputs, random_qwen3_weights
@@ -246,8 +246,8 @@ func.func @decode(%a: tensor<4x4xf32>, %n: i64) -> (tensor<3xf32>, i64, tensor<4
 """
 
 
-def _tp(tool: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(BIN / tool), *args], capture_output=True, text=True, timeout=300)
+def _tp(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return tool(name, *args)
 
 
 @pytest.mark.parametrize("storage", [[], ["--storage"]], ids=["value", "storage"])

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers import tool
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 
@@ -34,13 +35,10 @@ PIPELINE = "tp-relocate{{allreduce={}}},tp-transfers,tp-phase,tp-link-points,tp-
 @functools.cache
 def _source(chips: int, dtype: str) -> str:
     """tp-gen's tiny 2-layer qwen3 step on ``chips`` chips, ``dtype`` weights."""
-    proc = subprocess.run(
-        [str(BIN / "tp-gen"), "qwen3", "--preset", "tiny", "--layers", "2"]
-        + ["--chips", str(chips), "--dtype", dtype],
-        capture_output=True,
-        text=True,
-        check=True,
+    proc = tool(
+        "tp-gen", "qwen3", "--preset", "tiny", "--layers", 2, "--chips", chips, "--dtype", dtype
     )
+    assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
 
@@ -153,6 +151,8 @@ def test_a_second_run_compiles_nothing_and_a_corrupt_entry_is_rebuilt(tmp_path: 
 
 
 def _tp_run(*args: object, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    if env is None:
+        return tool("tp-run", *args)
     return subprocess.run(
         [str(BIN / "tp-run"), *map(str, args)],
         capture_output=True,

@@ -7,14 +7,13 @@ nobody loaded is an error, never a slice of the placeholder's zeros."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from helpers import program, tiny
+from helpers import program, tiny, tool
 
 from tp_dialect.runtime.checkpoint import (
     MemorySource,
@@ -124,18 +123,14 @@ def test_tp_run_runs_an_outlined_program_on_iree_without_inlining(
     tmp_path: Path, cache_dir: Path, ranks: int | None
 ) -> None:
     src = tmp_path / "o.mlir"
-    made = subprocess.run(
-        [str(BIN / "tp-gen"), "qwen3", "--preset", "tiny", "--chips", "2", "--layers", "3"]
-        + ["--outline", "-o", str(src)],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    made = tool(
+        "tp-gen", "qwen3", "--preset", "tiny", "--chips", 2, "--layers", 3, "--outline", "-o", src
     )
     assert made.returncode == 0, made.stderr
-    argv = [str(BIN / "tp-run"), str(src), "--random-weights", "0", "--random-inputs", "1"]
+    argv = [str(src), "--random-weights", "0", "--random-inputs", "1"]
     argv += ["--backend", "iree", "--iree-cache", str(cache_dir), "--check"]
     argv += ["--mpi", str(ranks)] if ranks else []
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    proc = tool("tp-run", *argv)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "tp-inline" not in proc.stderr
     assert "check against the unsharded program" in proc.stdout and "FAIL" not in proc.stdout

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +15,7 @@ import hf_models as M
 import hf_reference as R
 import numpy as np
 import pytest
+from helpers import tool
 
 import tp_dialect
 from tp_dialect.runtime.iree_exec import IreeError, ModuleCache
@@ -113,13 +112,17 @@ def test_an_iree_session_runs_every_chip_in_this_process(tmp_path: Path) -> None
 def _generated(model: Path, prompt: str, cache_dir: Path, *flags: str) -> list[list[int]]:
     """The ids ``tp-generate`` reports for ``prompt`` (5 new tokens), with ``flags``."""
     report = model.parent / "r.json"
-    proc = subprocess.run(
-        [str(Path(sys.executable).parent / "tp-generate"), str(model), "--prompt-ids", prompt]
-        + ["--max-new-tokens", "5", "--report", str(report), *flags],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "TP_IREE_CACHE": str(cache_dir)},
+    assert os.environ["TP_IREE_CACHE"] == str(cache_dir)  # `_shared_cache`, for ranks too
+    proc = tool(
+        "tp-generate",
+        model,
+        "--prompt-ids",
+        prompt,
+        "--max-new-tokens",
+        5,
+        "--report",
+        report,
+        *flags,
     )
     assert proc.returncode == 0, proc.stderr
     return list(json.loads(report.read_text())["ids"])

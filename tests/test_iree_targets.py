@@ -15,6 +15,7 @@ from typing import Any
 import iree.runtime
 import numpy as np
 import pytest
+from helpers import tool
 from xdsl.dialects.func import FuncOp
 
 from tp_dialect.passes.export import export_module
@@ -70,9 +71,7 @@ def _has_device(driver: str) -> bool:
 
 
 def _tp_run(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(BIN / "tp-run"), *map(str, args)], capture_output=True, text=True, timeout=600
-    )
+    return tool("tp-run", *args)
 
 
 @pytest.mark.parametrize(("name", "arch"), [(n, None) for n in TARGETS] + [("rocm", "gfx90a")])

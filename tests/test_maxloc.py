@@ -27,6 +27,7 @@ from head_programs import (
     vocab_runs,
     wrong_offset,
 )
+from helpers import tool
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from ir_helpers import SETTINGS, apply, check_ir, parse
@@ -270,12 +271,7 @@ def test_the_shims_admit_what_the_passes_build(shim: str, algorithm: str) -> Non
 def test_the_model_charges_a_maxloc_in_every_mode(tmp_path: Path) -> None:
     src = tmp_path / "h.mlir"
     src.write_text(head_program(3, hidden=6, vocab=7, outline=True))
-    proc = subprocess.run(
-        [str(BIN / "tp-run"), src, "--dry-run", "--mode", "all", "--allreduce", "oneshot"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = tool("tp-run", src, "--dry-run", "--mode", "all", "--allreduce", "oneshot")
     assert proc.returncode == 0, proc.stderr
     for mode in ("sequential", "phase", "relay", "dataflow"):
         assert f"({mode} mode)" in proc.stdout

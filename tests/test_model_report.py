@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import program, tiny
+from helpers import program, tiny, tool
 from xdsl.passes import PassPipeline
 
 from tp_dialect.frontend.qwen3 import Qwen3Config
@@ -155,9 +155,7 @@ def test_qwen3_8b_layer_bound_and_speedup_are_sane() -> None:
 
 
 def tp_run(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(BIN / "tp-run"), *map(str, args)], capture_output=True, text=True, timeout=300
-    )
+    return tool("tp-run", *args)
 
 
 def errors(proc: subprocess.CompletedProcess[str]) -> list[str]:
@@ -168,11 +166,15 @@ def errors(proc: subprocess.CompletedProcess[str]) -> list[str]:
 def small(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("model")
     out = d / "tiny.mlir"
-    proc = subprocess.run(
-        [str(BIN / "tp-gen"), "qwen3", "--preset", "tiny", "--chips", "2", "-o", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    proc = tool(
+        "tp-gen",
+        "qwen3",
+        "--preset",
+        "tiny",
+        "--chips",
+        "2",
+        "-o",
+        str(out),
     )
     assert proc.returncode == 0, proc.stderr
     return out

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
 import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from helpers import tool
 
 from tp_dialect.runtime.files import check_output, write_whole
 
@@ -53,12 +53,6 @@ class FifoReader:
         self.thread.join(timeout=120)
         assert not self.thread.is_alive()
         return self.data
-
-
-def tool(name: str, *args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(BIN / name), *map(str, args)], capture_output=True, text=True, timeout=300
-    )
 
 
 def test_write_whole_writes_through_a_device_and_a_fifo(tmp_path: Path) -> None:
