@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint pytest lit lit-inputs bench fuzz coverage clean
+.PHONY: demo test test-slow lint pytest lit lit-inputs bench fuzz coverage tiers clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,9 +48,25 @@ lint: $(STAMP)
 	$(BIN)/ruff check tp_dialect passes tools tests benchmarks fuzz
 	$(BIN)/ruff format --check tp_dialect passes tools tests benchmarks fuzz
 
-# Tests spread over every core (pytest-xdist): the suite is CPU-bound.
+# Tests spread over every core (pytest-xdist): the suite is CPU-bound. `make test` runs the
+# tests tests/slow.txt does not list; those run every line of tp the whole suite runs (`make
+# tiers` measures it). `make test-slow` runs the listed ones; CI runs both.
 pytest: $(STAMP)
-	$(BIN)/pytest -n auto
+	$(BIN)/pytest -n auto -m "not slow"
+
+test-slow: $(STAMP)
+	$(BIN)/pytest -n auto -m slow
+
+# Lines of tp run per module by the whole suite and by `make test`'s tier, from one coverage run
+# of the whole suite that labels every line with the tests that ran it (subprocesses included);
+# fails if `make test` misses a line the slow tier runs. To choose the tiers again after adding
+# tests: `pytest -n auto --junitxml=build/tiers/times.xml` on a quiet machine, this, then
+# `python tests/tiers.py choose build/tiers/data build/tiers/times.xml`.
+tiers: $(STAMP)
+	rm -rf build/tiers && mkdir -p build/tiers
+	COVERAGE_FILE=$(CURDIR)/build/tiers/data $(BIN)/pytest -n auto --cov --cov-report= \
+		--cov-context=test --tier-contexts
+	$(BIN)/python tests/tiers.py check build/tiers/data | tee build/tiers/report.txt
 
 # Lines run per module by the whole pytest suite (MPI ranks and tools run as subprocesses
 # included: coverage's subprocess patch), as build/coverage/report.txt; slower than `pytest`.
