@@ -59,3 +59,43 @@ def test_a_waiting_rank_sleeps_unless_spinning_is_asked(tmp_path: Path, spin: st
     assert said == "[0.0, 1.0, 2.0, 3.0] {'k': 3}"
     if spin == "0":  # sleeping between polls: well under the 2 s it waited (MPI's own
         assert cpu < 0.5, cpu  # wait used 1.3-3 s here, by how busy the cores were)
+
+
+MEET = """
+from mpi4py import MPI
+from tp_dialect.runtime import mpi_wait
+mpi_wait.barrier(MPI.COMM_WORLD)
+print("met", flush=True)
+"""
+
+
+def test_ranks_waiting_in_different_modes_still_meet(tmp_path: Path) -> None:
+    """One rank spinning, one sleeping: both post a non-blocking barrier (MPI never matches a
+    blocking ``Barrier`` with an ``Ibarrier``, so a mixed world would hang)."""
+    script = tmp_path / "meet.py"
+    script.write_text(MEET)
+    mpiexec = Path(sys.executable).parent / "mpiexec"
+    rank = [sys.executable, str(script)]
+    done = subprocess.run(
+        [str(mpiexec), "-n", "1", "-env", "TP_MPI_SPIN", "1", *rank, ":"]
+        + ["-n", "1", "-env", "TP_MPI_SPIN", "0", *rank],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["met", "met"]
+
+
+def test_a_recorded_error_is_whole_or_absent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rank's error file is written aside and renamed (another rank's abort may end it
+    mid-write); an empty one, left by an older writer, is not taken for the error."""
+    from tp_dialect.runtime import mpi_exec
+
+    monkeypatch.setenv(mpi_exec.PID_DIR_ENV, str(tmp_path))
+    mpi_exec.record_error(2, "tp-run: error: rank 2 (chip 2): it broke")
+    (tmp_path / "error-1").write_text("")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["error-1", "error-2"]
+    assert mpi_exec.recorded_errors(str(tmp_path)) == ["tp-run: error: rank 2 (chip 2): it broke"]

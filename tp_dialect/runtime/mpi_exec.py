@@ -80,9 +80,11 @@ def record_error(rank: int, line: str) -> None:
     the launcher reads it when mpiexec, tearing the world down after an abort, lost the
     rank's stderr on the way (it forwards a rank's output only while the rank lives)."""
     directory = os.environ.get(PID_DIR_ENV)
-    if directory:
-        with open(os.path.join(directory, f"error-{rank}"), "w") as f:
+    if directory:  # whole or not at all: another rank's abort may end this one mid-write
+        path = os.path.join(directory, f"error-{rank}")
+        with open(path + ".part", "w") as f:
             f.write(line)
+        os.replace(path + ".part", path)
 
 
 def recorded_errors(directory: str) -> list[str]:
@@ -92,7 +94,7 @@ def recorded_errors(directory: str) -> list[str]:
         if name.startswith("error-") and name[6:].isdigit():
             with open(os.path.join(directory, name)) as f:
                 found.append((int(name[6:]), f.read().strip()))
-    return [line for _, line in sorted(found)]
+    return [line for _, line in sorted(found) if line]
 
 
 def rank_of_pid(directory: str, pid: int) -> int | None:

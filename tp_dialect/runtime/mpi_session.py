@@ -81,8 +81,17 @@ class MpiSession:
         self._command(("stop",))
 
     def _command(self, command: tuple[Any, ...]) -> None:
+        self.tell(command)
+
+    def tell(self, word: Any) -> None:
+        """Rank 0: ``word`` broadcast to the ranks waiting in `told` (they sleep meanwhile)."""
         mpi_wait.barrier(self.comm)  # the serving ranks wait here, without spinning
-        self.comm.bcast(command, root=0)
+        self.comm.bcast(word, root=0)
+
+    def told(self) -> Any:
+        """Every other rank: what rank 0 says next through `tell`, waited for asleep."""
+        mpi_wait.barrier(self.comm)
+        return self.comm.bcast(None, root=0)
 
     # -- every other rank --------------------------------------------------------------
 
@@ -90,8 +99,7 @@ class MpiSession:
         """Follow rank 0's commands until it closes the session. A rank failing says why
         (one line) and ends every rank: the others would wait for it forever."""
         while True:
-            mpi_wait.barrier(self.comm)  # rank 0's next command (`_command`)
-            command = self.comm.bcast(None, root=0)
+            command = self.told()  # rank 0's next command (`_command`)
             if command[0] == "stop":
                 return
             try:

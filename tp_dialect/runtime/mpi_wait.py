@@ -8,7 +8,10 @@ full speed: a rank waiting for another burns a whole core (measured: a rank bloc
 needed. Here a wait polls MPI's non-blocking form (``Testall``, ``Iprobe``, ``Ibarrier``)
 and sleeps between polls, from 20 µs doubling up to `LONGEST`: a wait ends at most that much
 after its message came. ``TP_MPI_SPIN=1`` restores MPI's own blocking waits (for ranks on
-cores of their own, where polling costs nothing and every microsecond counts).
+cores of their own, where polling costs nothing and every microsecond counts); the barriers
+that let a rank sleep before a broadcast or a gather stay in both modes, and are non-blocking
+barriers in both (MPI never matches ``Barrier`` with ``Ibarrier``), so ranks launched with
+different settings still meet.
 """
 
 from __future__ import annotations
@@ -50,14 +53,15 @@ def settle(mpi: Any, requests: Sequence[Any]) -> None:
 def barrier(comm: Any) -> None:
     """``comm``'s barrier: every rank has come to it."""
     if spinning():
-        comm.Barrier()
+        comm.Ibarrier().Wait()
     else:
         request = comm.Ibarrier()
         poll(lambda: bool(request.Test()))
 
 
 def arrived(comm: Any, source: int, tag: int) -> None:
-    """Return once a message from ``source`` with ``tag`` is there to receive (so that the
-    blocking receive that follows returns at once)."""
+    """Return once a message from ``source`` with ``tag`` has begun to arrive. The blocking
+    receive that follows takes that message; a large one (or pickle-5's data parts after
+    their header) may still keep it waiting, at MPI's full speed, while the data moves."""
     if not spinning():
         poll(lambda: bool(comm.Iprobe(source=source, tag=tag)))

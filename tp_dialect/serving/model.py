@@ -247,16 +247,16 @@ def load(
         )
         if mpi.rank != 0:
             # Rank 0 checks the weights first and says whether serving starts.
-            if mpi.comm.bcast(None, root=0) is None:
+            if mpi.told() is None:  # asleep while rank 0 builds and checks
                 mpi.serve()
             return None
         served = Model(model, Path(directory), options, mpi, mpi.prepare)
         try:
             _check(served, open_model_dir(Path(directory)))
         except Exception:
-            mpi.comm.bcast("stop", root=0)  # the serving ranks end instead of waiting
+            mpi.tell("stop")  # the serving ranks end instead of waiting
             raise
-        mpi.comm.bcast(None, root=0)
+        mpi.tell(None)
         return served
     raise ServingError(f"unknown backend '{backend}' (interpreter, iree or mpi)")
 
