@@ -153,3 +153,19 @@ def test_prompt_as_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     want = _want(model, [[5, 17, 42]], 4)[0]
     assert f"row 0: {' '.join(map(str, want))}" in out
     assert f"row 0 text: {' '.join(f'w{i}' for i in want)}" in out
+
+
+def test_every_ranks_error_line_is_said_under_the_tools_name() -> None:
+    """Rank 0 says ``tp-generate: error:``, a serving rank ``error: rank N:`` (the runtime has
+    no tool's name); both are kept, and recorded lines stand in when stderr lost them."""
+    from tp_dialect.tools.tp_generate import said_errors
+
+    err = "noise\ntp-generate: error: cannot read 'x'error: rank 1: out of memory\n"
+    err += "error: rank 1: out of memory\n"
+    assert said_errors(err, ["error: rank 2: ignored while stderr says one"]) == [
+        "tp-generate: error: cannot read 'x'",
+        "tp-generate: error: rank 1: out of memory",
+    ]
+    assert said_errors("=== banner ===\n", ["error: rank 1: out of memory"]) == [
+        "tp-generate: error: rank 1: out of memory"
+    ]

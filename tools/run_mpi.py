@@ -144,12 +144,12 @@ def launch(args: argparse.Namespace, argv: list[str]) -> int:
     return 0
 
 
-def rank_lines(err: str) -> list[str]:
-    """The ranks' own ``tp-run:`` lines in ``err``, each once, in order. mpiexec forwards the
+def rank_lines(err: str, tool: str = "tp-run") -> list[str]:
+    """The ranks' own ``tool:`` lines in ``err``, each once, in order. mpiexec forwards the
     ranks' stderr in whatever pieces it reads, so two ranks' lines can run together: each
-    ``tp-run:`` starts a line of its own."""
-    err = re.sub(r"(?<=[^\n])(?=tp-run: )", "\n", err)
-    return [line for line in dict.fromkeys(err.splitlines()) if line.startswith("tp-run:")]
+    ``tool:`` starts a line of its own."""
+    err = re.sub(rf"(?<=[^\n])(?={re.escape(tool)}: )", "\n", err)
+    return [line for line in dict.fromkeys(err.splitlines()) if line.startswith(f"{tool}:")]
 
 
 _HYDRA = re.compile(

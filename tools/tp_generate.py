@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -228,7 +229,7 @@ def _launch(args: argparse.Namespace, argv: list[str]) -> int:
     bounded by ``--timeout``; the ranks' output passed on, an error as one line."""
     from tp_dialect.runtime import mpi_exec
     from tp_dialect.runtime.launch import rank_env, run_bounded
-    from tp_dialect.tools.run_mpi import _mpiexec, rank_lines, strip_mpi
+    from tp_dialect.tools.run_mpi import _mpiexec, strip_mpi
 
     ranks: int = args.mpi
     if args.backend == "mpi":
@@ -247,8 +248,9 @@ def _launch(args: argparse.Namespace, argv: list[str]) -> int:
             raise UserError(
                 f"the {ranks} MPI rank(s) did not finish within {args.timeout:g} s"
             ) from None
+        recorded = mpi_exec.recorded_errors(pids)
     sys.stdout.write(proc.stdout)
-    errors = [line for line in rank_lines(proc.stderr) if "error:" in line]
+    errors = said_errors(proc.stderr, recorded)
     if errors:
         print(errors[0], file=sys.stderr)
     if proc.returncode != 0:
@@ -259,6 +261,22 @@ def _launch(args: argparse.Namespace, argv: list[str]) -> int:
             )
         return 1
     return 0
+
+
+def said_errors(err: str, recorded: list[str]) -> list[str]:
+    """The ranks' error lines, each as ``tp-generate: error: ...``: rank 0's own, a serving
+    rank's (``error: rank N: ...``, which the runtime says without a tool's name) from
+    ``err``, or else the ones they recorded for the launcher (mpiexec may lose a rank's stderr
+    when it tears the world down)."""
+    from tp_dialect.tools.run_mpi import rank_lines
+
+    err = re.sub(r"(?<=[^\n])(?<!: )(?=error: rank \d+: )", "\n", err)  # lines run together
+    lines = [line for line in rank_lines(err, TOOL) if "error:" in line]
+    lines += [f"{TOOL}: {line}" for line in dict.fromkeys(err.splitlines()) if _SERVED(line)]
+    return lines or [line if line.startswith(TOOL) else f"{TOOL}: {line}" for line in recorded]
+
+
+_SERVED = re.compile(r"error: rank \d+: ").match
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,6 +14,7 @@ unchanged: a step's numbers are bitwise those of the single-process session.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -28,7 +29,15 @@ from tp_dialect.analysis.calls.chip_runs import flat_copy, has_chip_calls
 from tp_dialect.analysis.schedule.programs import check_programs
 from tp_dialect.runtime import mpi_wait
 from tp_dialect.runtime.checkpoint import TensorSource
-from tp_dialect.runtime.mpi_exec import MpiError, Wire, abort, check_world, load_mpi, run_chip
+from tp_dialect.runtime.mpi_exec import (
+    MpiError,
+    Wire,
+    abort,
+    check_world,
+    load_mpi,
+    record_error,
+    run_chip,
+)
 from tp_dialect.runtime.numpy_impls import NumpyFunctions
 from tp_dialect.runtime.relay_exec import ChipRunner, host_results
 from tp_dialect.runtime.session import Session, Step
@@ -108,7 +117,10 @@ class MpiSession:
                 else:
                     self._run(command[1], command[2])
             except Exception as err:  # any failure: the world cannot go on without this rank
-                print(f"error: rank {self.rank}: {err}", file=sys.stderr, flush=True)
+                line = f"error: rank {self.rank}: {err}"
+                print(line, file=sys.stderr, flush=True)
+                with contextlib.suppress(OSError):  # also for the launcher, past teardown
+                    record_error(self.rank, line)
                 abort(self.comm, 1)
 
     # -- every rank --------------------------------------------------------------------
