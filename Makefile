@@ -66,7 +66,8 @@ tiers: $(STAMP)
 	rm -rf build/tiers && mkdir -p build/tiers
 	COVERAGE_FILE=$(CURDIR)/build/tiers/data $(BIN)/pytest -n auto --cov --cov-report= \
 		--cov-context=test --tier-contexts
-	$(BIN)/python tests/tiers.py check build/tiers/data | tee build/tiers/report.txt
+	@status=0; $(BIN)/python tests/tiers.py check build/tiers/data > build/tiers/report.txt \
+		|| status=1; cat build/tiers/report.txt; exit $$status
 
 # Lines run per module by the whole pytest suite (MPI ranks and tools run as subprocesses
 # included: coverage's subprocess patch), as build/coverage/report.txt; slower than `pytest`.
