@@ -10,9 +10,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check -U "pip>=24" "setuptools>=69" wheel
 
-# Reinstall only when the project's metadata changes (the install is editable).
+# Reinstall only when the project's metadata changes (the install is editable). --no-compile:
+# Python compiles a module when it is first imported instead of pip compiling every module of
+# every wheel at install (45 -> 19 s here; most of IREE's, matplotlib's, numpy's are never run).
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]'
+	$(BIN)/python -m pip install -q --no-compile --disable-pip-version-check -e '.[test]'
 	touch $(STAMP)
 
 DEMO := build/demo
