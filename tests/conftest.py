@@ -77,8 +77,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(tryfirst=True)  # before -m reads the markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark the tests tests/slow.txt lists; on a whole-suite run, a listed id that names no
-    test is an error (a renamed slow test would
-    otherwise move to `make test` unseen)."""
+    test is an error (a renamed slow test would otherwise move to `make test` unseen)."""
     slow = read_slow()
     for item in items:
         if item.nodeid in slow:

@@ -99,3 +99,5 @@ def test_a_recorded_error_is_whole_or_absent(
     (tmp_path / "error-1").write_text("")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["error-1", "error-2"]
     assert mpi_exec.recorded_errors(str(tmp_path)) == ["tp-run: error: rank 2 (chip 2): it broke"]
+    monkeypatch.setenv(mpi_exec.PID_DIR_ENV, str(tmp_path / "gone"))  # the abort must follow
+    mpi_exec.record_error(3, "tp-run: error: rank 3 (chip 3): no folder for the file")

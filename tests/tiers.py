@@ -112,7 +112,7 @@ def check(per_test: dict[str, set[Line]], unattributed: set[Line], slow: set[str
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) >= 2 and argv[0] == "choose" and len(argv) == 3:
+    if len(argv) == 3 and argv[0] == "choose":
         per_test, _ = test_lines(argv[1])
         times = durations(argv[2])
         slow = choose(per_test, times)

@@ -176,10 +176,7 @@ def _say_and_abort(comm: Any, line: str) -> None:
     """This rank's error ``line`` said (on stderr, and for the launcher in a file, which
     outlives the world's teardown), then every rank ended."""
     print(line, file=sys.stderr, flush=True)
-    try:
-        mpi_exec.record_error(comm.Get_rank(), line)
-    except OSError:  # the line is on stderr; the abort must happen whatever the disk says
-        pass
+    mpi_exec.record_error(comm.Get_rank(), line)
     mpi_exec.abort(comm, 1)
 
 

@@ -27,6 +27,7 @@ the launcher can name the rank behind a process mpiexec reports dead.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import signal
@@ -78,13 +79,15 @@ def record_rank(rank: int) -> None:
 def record_error(rank: int, line: str) -> None:
     """With ``TP_MPI_PID_DIR`` set, ``rank``'s error ``line`` written to a file there too:
     the launcher reads it when mpiexec, tearing the world down after an abort, lost the
-    rank's stderr on the way (it forwards a rank's output only while the rank lives)."""
+    rank's stderr on the way (it forwards a rank's output only while the rank lives). Never
+    raises: the line is on stderr already, and the abort that follows must happen."""
     directory = os.environ.get(PID_DIR_ENV)
     if directory:  # whole or not at all: another rank's abort may end this one mid-write
         path = os.path.join(directory, f"error-{rank}")
-        with open(path + ".part", "w") as f:
-            f.write(line)
-        os.replace(path + ".part", path)
+        with contextlib.suppress(OSError):
+            with open(path + ".part", "w") as f:
+                f.write(line)
+            os.replace(path + ".part", path)
 
 
 def recorded_errors(directory: str) -> list[str]:

@@ -14,7 +14,6 @@ unchanged: a step's numbers are bitwise those of the single-process session.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -75,22 +74,19 @@ class MpiSession:
         """Every rank makes ``module`` ready on its own state; the step's number."""
         out = io.StringIO()
         Printer(stream=out).print_op(module)
-        self._command(("prepare", out.getvalue()))
+        self.tell(("prepare", out.getvalue()))
         return self._prepare(out.getvalue())
 
     def run(self, step: int, inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """One run of step ``step`` on every rank; its outputs (rank 0)."""
-        self._command(("run", step, dict(inputs)))
+        self.tell(("run", step, dict(inputs)))
         outputs = self._run(step, inputs)
         assert outputs is not None
         return outputs
 
     def close(self) -> None:
         """Release the serving ranks."""
-        self._command(("stop",))
-
-    def _command(self, command: tuple[Any, ...]) -> None:
-        self.tell(command)
+        self.tell(("stop",))
 
     def tell(self, word: Any) -> None:
         """Rank 0: ``word`` broadcast to the ranks waiting in `told` (they sleep meanwhile)."""
@@ -108,7 +104,7 @@ class MpiSession:
         """Follow rank 0's commands until it closes the session. A rank failing says why
         (one line) and ends every rank: the others would wait for it forever."""
         while True:
-            command = self.told()  # rank 0's next command (`_command`)
+            command = self.told()  # rank 0's next command (`tell`)
             if command[0] == "stop":
                 return
             try:
@@ -119,8 +115,7 @@ class MpiSession:
             except Exception as err:  # any failure: the world cannot go on without this rank
                 line = f"error: rank {self.rank}: {err}"
                 print(line, file=sys.stderr, flush=True)
-                with contextlib.suppress(OSError):  # also for the launcher, past teardown
-                    record_error(self.rank, line)
+                record_error(self.rank, line)  # also for the launcher, past teardown
                 abort(self.comm, 1)
 
     # -- every rank --------------------------------------------------------------------
