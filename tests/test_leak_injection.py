@@ -7,8 +7,9 @@ with a leak injected (tests/leak_injection.py: a partial swapped or dropped, a c
 routed into the spine, a chip value captured by a region, a leak wrapped in scf.if / scf.for,
 laundered through a cast, two slices overlapped, swapped or their ranges reordered, a partial's
 contraction made a max or started from non-zero, an argument moved onto a chip) into those
-programs and into random programs at every stage is refused by tp-verify. ``make test`` runs 428
-injected programs; ``make fuzz`` (or TP_FUZZ_EXAMPLES=n) runs 5,220.
+programs and into random programs at every stage is refused by tp-verify. Each kind runs as a
+fixed sample of 4 programs (80 in ``make test``) and as a random campaign (428 in ``make
+test-slow``); ``make fuzz`` (or TP_FUZZ_EXAMPLES=n) runs 5,220.
 """
 
 from __future__ import annotations
@@ -48,9 +49,21 @@ STAGES: dict[str, tuple[str, str]] = {
 }
 # Injected programs per mutation kind: 13 kinds x 20 into generated programs and 7 kinds x 24
 # into random ones (which have no contractions over slices to drop, overlap, cross, reorder,
-# or make other than sums) = 428 in `make test`: the lines they run are the lines 60 a kind
+# or make other than sums) = 428 in a campaign: the lines they run are the lines 60 a kind
 # ran (the campaign's size before it moved to `make fuzz`, which runs 300 a kind: 5,220).
 EXAMPLES = int(os.environ.get("TP_FUZZ_EXAMPLES", "20"))
+# Each kind runs twice: a "sample" of 4 programs drawn derandomized (the same programs, so the
+# same lines, every run: cheap enough for `make test`) and the random campaign above.
+CAMPAIGNS = ["sample", "campaign"]
+
+
+def sized(size: str, examples: int) -> settings:
+    """Hypothesis settings for a kind's ``size`` run (``examples``: the campaign's count)."""
+    if size == "sample":
+        return settings(max_examples=4, derandomize=True, **SETTINGS)
+    return settings(max_examples=examples, **SETTINGS)
+
+
 RANDOM_KINDS = sorted(set(MUTATORS) - {"drop-partial", "overlap-slices"} - COVERAGE_KINDS)
 
 
@@ -161,32 +174,37 @@ BASES += [(c, False, s, o, True) for c in (1, 2, 4) for s in STAGES for o in (Fa
 BASES += [(c, True, s, o, False, True) for c in (2, 4) for s in STAGES for o in (False, True)]
 
 
+@pytest.mark.parametrize("size", CAMPAIGNS)
 @pytest.mark.parametrize("kind", sorted(MUTATORS))
-@settings(max_examples=EXAMPLES, **SETTINGS)
-@given(base=st.sampled_from(BASES), seed=st.integers(0, 2**32 - 1))
-def test_leaks_injected_into_generated_programs_are_refused(
-    kind: str, base: tuple[int | bool | str, ...], seed: int
-) -> None:
-    module = staged(*base).clone()
-    what = MUTATORS[kind](module, random.Random(seed))
-    assume(what is not None)  # no place for this kind in this program
-    _assert_refused(module, f"{kind}: {what} (N, fold, stage, outline, fused, narrow = {base})")
+def test_leaks_injected_into_generated_programs_are_refused(kind: str, size: str) -> None:
+    @sized(size, EXAMPLES)
+    @given(base=st.sampled_from(BASES), seed=st.integers(0, 2**32 - 1))
+    def inject(base: tuple[int | bool | str, ...], seed: int) -> None:
+        module = staged(*base).clone()
+        what = MUTATORS[kind](module, random.Random(seed))
+        assume(what is not None)  # no place for this kind in this program
+        where = f"(N, fold, stage, outline, fused, narrow = {base})"
+        _assert_refused(module, f"{kind}: {what} {where}")
+
+    inject()
 
 
 RANDOM_STAGES = ["source", "raised", "sectioned", "ring", "phased", "programs"]
 
 
+@pytest.mark.parametrize("size", CAMPAIGNS)
 @pytest.mark.parametrize("kind", RANDOM_KINDS)
-@settings(max_examples=EXAMPLES * 6 // 5, **SETTINGS)
-@given(prog=programs(), stage=st.sampled_from(RANDOM_STAGES), seed=st.integers(0, 2**32 - 1))
-def test_leaks_injected_into_random_programs_are_refused(
-    kind: str, prog: object, stage: str, seed: int
-) -> None:
-    module = lowered(parse(prog.text()), stage)  # type: ignore[attr-defined]
-    check_obligation(module)  # the program as generated is sound
-    what = MUTATORS[kind](module, random.Random(seed))
-    assume(what is not None)
-    _assert_refused(module, f"{kind}: {what} ({stage})")
+def test_leaks_injected_into_random_programs_are_refused(kind: str, size: str) -> None:
+    @sized(size, EXAMPLES * 6 // 5)
+    @given(prog=programs(), stage=st.sampled_from(RANDOM_STAGES), seed=st.integers(0, 2**32 - 1))
+    def inject(prog: object, stage: str, seed: int) -> None:
+        module = lowered(parse(prog.text()), stage)  # type: ignore[attr-defined]
+        check_obligation(module)  # the program as generated is sound
+        what = MUTATORS[kind](module, random.Random(seed))
+        assume(what is not None)
+        _assert_refused(module, f"{kind}: {what} ({stage})")
+
+    inject()
 
 
 def test_moving_an_argument_onto_a_chip_makes_the_certificate_stale() -> None:

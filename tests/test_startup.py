@@ -29,6 +29,21 @@ def test_the_tools_import_no_ml_dtypes() -> None:
     assert out == "False"
 
 
+def test_the_tools_import_no_dialect_or_interpreter_they_do_not_run() -> None:
+    """xDSL's every-interpreter package (RISC-V, Snitch, ...) costs a tool's start most of a
+    second and runs no tp op; tp-opt, which interprets nothing, imports no affine or memref."""
+    probe = (
+        "import sys\n"
+        "import tp_dialect.tools.{tools}\n"
+        "print(sorted(m for m in sys.modules if m in {names!r}))"
+    )
+    tools = "tp_opt, tp_dialect.tools.tp_run, tp_dialect.runtime.session"
+    names = ("xdsl.interpreters", "xdsl.dialects.riscv")
+    assert _fresh(probe.format(tools=tools, names=names)) == "[]"
+    names = ("xdsl.dialects.affine", "xdsl.dialects.memref")
+    assert _fresh(probe.format(tools="tp_opt", names=names)) == "[]"
+
+
 def test_a_bf16_checkpoint_reads_in_a_fresh_process(tmp_path: Path) -> None:
     want = np.arange(6, dtype=np.float32).reshape(2, 3) / 4
     path = tmp_path / "w.safetensors"

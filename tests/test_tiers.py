@@ -73,3 +73,12 @@ def test_a_stale_id_is_refused_on_a_whole_suite_run(monkeypatch: pytest.MonkeyPa
 def test_the_checked_in_list_names_only_tests_of_this_suite() -> None:
     files = {i.split("::")[0] for i in tiers.read_slow()}
     assert files and all((tiers.ROOT / f).is_file() for f in files)
+
+
+def test_a_pick_made_redundant_by_later_picks_is_dropped() -> None:
+    per_test = {
+        "first": {("m.py", 1), ("m.py", 2)},  # best rate at first (2 lines / 1 s) ...
+        "left": {("m.py", 1), ("m.py", 3)},  # ... then these two each add a line of their own
+        "right": {("m.py", 2), ("m.py", 4)},  # and together run all of first's
+    }
+    assert tiers.choose(per_test, {"first": 1.0, "left": 1.5, "right": 1.5}) == {"first"}

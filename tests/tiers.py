@@ -10,13 +10,14 @@ pytest-cov's --cov-context=test for a test's own lines, --tier-contexts for the 
 ranks it starts); JUNIT_XML gives each test's time, from a run without coverage. A test is
 slow only when it takes at least `CHEAP` seconds, runs some line of tp, and every such line is
 run by a fast test;
-among the expensive tests, the fast ones are chosen greedily by new lines per second."""
+among the expensive tests, the fast ones are chosen greedily by new lines per second, then
+any made redundant by later picks dropped, costliest first."""
 
 from __future__ import annotations
 
 import sys
 import xml.etree.ElementTree as ET
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,6 +87,13 @@ def choose(per_test: dict[str, set[Line]], times: dict[str, float]) -> set[str]:
         won = candidates.pop(best)
         for t in candidates:
             candidates[t] -= won
+    # Greedy picks can be made redundant by later ones: drop, costliest first, every expensive
+    # test whose lines all stay run by another fast test.
+    runs = Counter(line for t in fast for line in per_test[t])
+    for t in sorted(fast, key=lambda t: (-times.get(t, 0.0), t)):
+        if times.get(t, 0.0) >= CHEAP and all(runs[line] > 1 for line in per_test[t]):
+            fast.discard(t)
+            runs.subtract(per_test[t])
     # A test that runs no line of tp (docs, packaging, lit inputs) checks what coverage cannot
     # see: it stays fast.
     return {t for t in times if t in per_test and t not in fast}

@@ -6,13 +6,19 @@
 could not be read back. `accept_parenthesized_results` makes the parser take both spellings;
 importing tp (the dialect) installs it, so every tool and pipeline that loads tp reads what it
 prints. Remove once the pinned xDSL parses its own output.
+
+`func_functions` is xDSL's interpreter of ``func`` ops, loaded without the package around it.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import xdsl
 from xdsl.dialects.linalg.ops import GenericOp
 from xdsl.parser import Parser
 from xdsl.utils.mlir_lexer import MLIRTokenKind
@@ -48,3 +54,22 @@ def accept_parenthesized_results() -> None:
 
     op.parse = classmethod(parse)  # type: ignore[method-assign, assignment]
     setattr(op, _PATCHED, True)
+
+
+_FUNC = "xdsl.interpreters.func"
+
+
+def func_functions() -> Any:
+    """xDSL's ``FuncFunctions`` (func.call, func.return, a function's body), loaded from its file:
+    importing it by name runs the ``xdsl.interpreters`` package first, which imports every
+    interpreter xDSL has (RISC-V, Snitch, PDL, ...: 0.8 s of every tp-run and MPI rank's start,
+    for three ops). The module is the one ``import xdsl.interpreters.func`` would give."""
+    module = sys.modules.get(_FUNC)
+    if module is None:
+        path = Path(xdsl.__path__[0]) / "interpreters" / "func.py"
+        spec = importlib.util.spec_from_file_location(_FUNC, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[_FUNC] = module
+        spec.loader.exec_module(module)
+    return module.FuncFunctions()

@@ -160,6 +160,25 @@ func.func @extract_rank(%a: tensor<4x4xf32>, %i: index) -> f32 {
 }
 
 // -----
+// The affine and memref dialects load only when a program uses them; their ops are still checked
+// (memref.load's indices by xDSL's own verifier).
+// CHECK-LABEL: error: 'memref.load' is malformed: xDSL's verifier fails on it (Exception: expected an index for each dimension)
+func.func @load_rank(%m: memref<4x4xf32>, %i: index) -> f32 {
+  %r = memref.load %m[%i] : memref<4x4xf32>
+  func.return %r : f32
+}
+
+// -----
+// CHECK-LABEL: error: 'affine.if' has results but no else region to give them when it fails
+func.func @affine_if_without_else(%k: index, %a: f32) -> f32 {
+  %r = "affine.if"(%k) <{condition = affine_set<(d0) : (d0 - 2 >= 0)>}> ({
+    "affine.yield"(%a) : (f32) -> ()
+  }, {
+  }) : (index) -> f32
+  func.return %r : f32
+}
+
+// -----
 // CHECK-LABEL: error: 'tensor.from_elements' gives 2 elements for a tensor<3xf32> of 3
 func.func @from_elements(%a: f32) -> tensor<3xf32> {
   %r = tensor.from_elements %a, %a : tensor<3xf32>

@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.interpreters.func import FuncFunctions
 
 from tp_dialect.grid import stated_chips
 from tp_dialect.ops import ShardOp
@@ -21,6 +20,7 @@ from tp_dialect.runtime.binding import bind
 from tp_dialect.runtime.numpy_impls import LocatingInterpreter, NumpyFunctions, own_storage
 from tp_dialect.runtime.relay_exec import run_linked
 from tp_dialect.signature import BindError, entry_function, ports
+from tp_dialect.xdsl_compat import func_functions
 
 
 def run_program(
@@ -47,7 +47,7 @@ def run_program(
         results = run_linked(module, func, args, placed, storage=storage)
     else:
         interpreter = LocatingInterpreter(module)
-        interpreter.register_implementations(FuncFunctions())
+        interpreter.register_implementations(func_functions())
         interpreter.register_implementations(NumpyFunctions(placed, storage=storage))
         results = interpreter.call_op(func, tuple(args))
     return {

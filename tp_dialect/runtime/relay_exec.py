@@ -22,7 +22,6 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.interpreter import Interpreter
-from xdsl.interpreters.func import FuncFunctions
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
@@ -37,6 +36,7 @@ from tp_dialect.analysis.schedule.programs import check_programs, relay_steps
 from tp_dialect.ops import SectionOp, ShardOp
 from tp_dialect.program_ops import ChipProgramOp, FinishOp, LinkOp, RelayOp
 from tp_dialect.runtime.numpy_impls import LocatingInterpreter, NumpyFunctions, own_storage
+from tp_dialect.xdsl_compat import func_functions
 
 
 def _interpreter(
@@ -48,7 +48,7 @@ def _interpreter(
     """An interpreter of ``module`` with ``functions`` (a serving session's), else tp's
     op implementations over ``placed`` slices."""
     interpreter = LocatingInterpreter(module)
-    interpreter.register_implementations(FuncFunctions())
+    interpreter.register_implementations(func_functions())
     interpreter.register_implementations(functions or NumpyFunctions(placed, storage=storage))
     return interpreter
 

@@ -27,7 +27,6 @@ from typing import Any
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.interpreters.func import FuncFunctions
 
 from tp_dialect.analysis.certify.manifest import read_manifest
 from tp_dialect.ops import ShardOp, UnshardOp
@@ -37,6 +36,7 @@ from tp_dialect.runtime.numpy_impls import LocatingInterpreter, NumpyFunctions
 from tp_dialect.runtime.reference import bind
 from tp_dialect.runtime.relay_exec import run_linked
 from tp_dialect.signature import BindError, Port, entry_function, ports
+from tp_dialect.xdsl_compat import func_functions
 
 Cut = tuple[str, int, tuple[tuple[int, int], ...]]  # (port, axis, ranges)
 
@@ -175,7 +175,7 @@ class Session:
             results = run_linked(step.module, step.func, args, functions=functions)
         else:
             interpreter = LocatingInterpreter(step.module)
-            interpreter.register_implementations(FuncFunctions())
+            interpreter.register_implementations(func_functions())
             interpreter.register_implementations(functions)
             results = interpreter.call_op(step.func, tuple(args))
         return {

@@ -26,7 +26,6 @@ import numpy as np
 from xdsl.dialects import mpi
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
-from xdsl.interpreters.func import FuncFunctions
 from xdsl.ir import Operation
 
 from tp_dialect.errors import TpError
@@ -35,6 +34,7 @@ from tp_dialect.runtime import mpi_wait
 from tp_dialect.runtime.binding import bind
 from tp_dialect.runtime.numpy_impls import LocatingInterpreter, NumpyFunctions, own_storage
 from tp_dialect.signature import entry_function, ports
+from tp_dialect.xdsl_compat import func_functions
 
 
 class SpmdError(RuntimeError, TpError):
@@ -185,7 +185,7 @@ def run_rank(
     func = entry_function(module)
     ins, outs = ports(func)
     interpreter = LocatingInterpreter(module)
-    interpreter.register_implementations(FuncFunctions())
+    interpreter.register_implementations(func_functions())
     interpreter.register_implementations(NumpyFunctions(placed, storage=storage))
     interpreter.register_implementations(MpiFunctions(rank, world))
     args = bind(ins, values)
