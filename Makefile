@@ -10,6 +10,13 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check -U "pip>=24" "setuptools>=69" wheel
 
+# Every command here lets Python cache the modules it compiles (in the venv and __pycache__/,
+# both ignored by git): with PYTHONDONTWRITEBYTECODE set, as on this workplace's machines,
+# each of the hundreds of Python processes the tests start (tools, MPI ranks) compiled xDSL,
+# numpy and tp from source again (a tool's start 1.3 -> 2.5 s) and pytest re-rewrote
+# hypothesis in each worker.
+unexport PYTHONDONTWRITEBYTECODE
+
 # Reinstall only when the project's metadata changes (the install is editable). --no-compile:
 # Python compiles a module when it is first imported instead of pip compiling every module of
 # every wheel at install (45 -> 19 s here; most of IREE's, matplotlib's, numpy's are never run).
