@@ -84,7 +84,7 @@ def test_ranks_waiting_in_different_modes_still_meet(tmp_path: Path) -> None:
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["met", "met"]
+    assert done.stdout.count("met") == 2  # the ranks' lines may interleave
 
 
 def test_a_recorded_error_is_whole_or_absent(
