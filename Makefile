@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow lint pytest lit lit-inputs bench fuzz coverage tiers clean
+.PHONY: demo test test-slow lint pytest lit lit-scripts lit-inputs bench fuzz coverage tiers clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -63,7 +63,7 @@ lint: $(STAMP)
 pytest: $(STAMP)
 	$(BIN)/pytest -n auto -m "not slow"
 
-test-slow: $(STAMP)
+test-slow: $(STAMP) lit-scripts
 	$(BIN)/pytest -n auto -m slow
 
 # Lines of tp run per module by the whole suite and by `make test`'s tier, from one coverage run
@@ -86,8 +86,14 @@ coverage: $(STAMP)
 	$(BIN)/coverage report > build/coverage/report.txt
 	tail -1 build/coverage/report.txt
 
+# lit runs tp-opt, tp-gen, tp-run and FileCheck in children of one fork server that imported
+# them (lit_tests/forkserver.py: ~1 s less per RUN line); `lit-scripts` (in test-slow) runs
+# every lit test through the installed scripts instead.
 lit: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/lit -sv lit_tests
+
+lit-scripts: $(STAMP)
+	TP_LIT_FORK=0 PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/lit -sv lit_tests
 
 # A pass's lit tests feed it alone; what the earlier passes make of a test's source is
 # lit_tests/<pass>/Inputs/*.mlir, each naming in its first line the command that made it.
