@@ -1,6 +1,8 @@
 """Run under ``mpiexec -n N``: a tiny Qwen3 decode step (N chips, per-chip programs) run for
 several steps on an `MpiSession` (rank c is chip c, each keeping its caches); rank 0 writes
-the steps' outputs to the .npz named by argv[1]. Driven by tests/test_session.py."""
+the steps' outputs to the .npz named by argv[1]. Driven by tests/test_session.py. A fifth
+argument ``fail-rank0`` injects a fault: rank 0's chip fails as the second step starts, while
+the other ranks wait on its links."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import numpy as np
 from helpers import program, tiny
 
 from tp_dialect.passes.universe import lowered
+from tp_dialect.runtime import mpi_session
 from tp_dialect.runtime.checkpoint import MemorySource, random_weights
 from tp_dialect.runtime.mpi_session import MpiSession
 from tp_dialect.tools.source import parse_module
@@ -37,6 +40,17 @@ def main() -> None:
     if session.rank != 0:
         session.serve()
         return
+    if sys.argv[5:] == ["fail-rank0"]:
+        runs = []
+        run_chip = mpi_session.run_chip
+
+        def failing(*args: object) -> None:
+            runs.append(1)
+            if len(runs) == 2:
+                raise RuntimeError("injected fault")
+            run_chip(*args)  # type: ignore[arg-type]
+
+        mpi_session.run_chip = failing  # type: ignore[assignment]
     step = session.prepare(module)
     got = {}
     for position in range(steps):

@@ -82,6 +82,29 @@ def test_weights_are_read_once_and_shared_by_the_programs_of_a_session() -> None
     np.testing.assert_array_equal(got["hidden_states"], alone.run(only, y)["hidden_states"])
 
 
+def _driven(
+    chips: int, out: Path, *args: str, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """tests/mpi_session_driver.py run as ``chips`` ranks writing ``out``."""
+    return subprocess.run(
+        [
+            str(Path(sys.executable).parent / "mpiexec"),
+            "-n",
+            str(chips),
+            sys.executable,
+            str(Path(__file__).parent / "mpi_session_driver.py"),
+            str(out),
+            str(chips),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        cwd=Path(__file__).parent,
+    )
+
+
 @pytest.mark.parametrize(("chips", "outline"), [(2, "flat"), (4, "outline")])
 def test_an_mpi_session_keeps_each_chips_caches_on_its_rank(
     chips: int, outline: str, tmp_path: Path
@@ -89,25 +112,7 @@ def test_an_mpi_session_keeps_each_chips_caches_on_its_rank(
     """Ranks as chips, each keeping its caches across steps: bitwise the single-process
     session's outputs, step after step."""
     out = tmp_path / "steps.npz"
-    bin_dir = Path(sys.executable).parent
-    proc = subprocess.run(
-        [
-            str(bin_dir / "mpiexec"),
-            "-n",
-            str(chips),
-            sys.executable,
-            str(Path(__file__).parent / "mpi_session_driver.py"),
-            str(out),
-            str(chips),
-            "3",
-            outline,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
-        cwd=Path(__file__).parent,
-    )
+    proc = _driven(chips, out, "3", outline)
     assert proc.returncode == 0, proc.stderr
     got = np.load(out)
     module = staged(chips, "programs")
@@ -118,3 +123,13 @@ def test_an_mpi_session_keeps_each_chips_caches_on_its_rank(
             step, {"hidden_states": hidden(position), "position": np.int64(position)}
         )
         np.testing.assert_array_equal(got[f"hidden_{position}"], want["hidden_states"])
+
+
+def test_rank_0_failing_mid_step_ends_every_rank_with_its_reason(tmp_path: Path) -> None:
+    """Rank 0's chip failing while the other ranks wait on its links (fault injected by the
+    driver) ends the world at once with rank 0's line; closing the session instead would
+    wait for ranks that cannot hear it (the run hung until the launcher's timeout)."""
+    proc = _driven(2, tmp_path / "steps.npz", "3", "flat", "fail-rank0", timeout=120)
+    assert proc.returncode != 0
+    assert "error: rank 0: injected fault" in proc.stderr
+    assert not (tmp_path / "steps.npz").exists()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import io
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -78,9 +78,14 @@ class MpiSession:
         return self._prepare(out.getvalue())
 
     def run(self, step: int, inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
-        """One run of step ``step`` on every rank; its outputs (rank 0)."""
+        """One run of step ``step`` on every rank; its outputs (rank 0). Rank 0 failing
+        mid-step says why and ends every rank: the others wait on its links and could not
+        hear a stop (closing would wait for them forever)."""
         self.tell(("run", step, dict(inputs)))
-        outputs = self._run(step, inputs)
+        try:
+            outputs = self._run(step, inputs)
+        except Exception as err:
+            self._end_world(err)
         assert outputs is not None
         return outputs
 
@@ -113,12 +118,18 @@ class MpiSession:
                 else:
                     self._run(command[1], command[2])
             except Exception as err:  # any failure: the world cannot go on without this rank
-                line = f"error: rank {self.rank}: {err}"
-                print(line, file=sys.stderr, flush=True)
-                record_error(self.rank, line)  # also for the launcher, past teardown
-                abort(self.comm, 1)
+                self._end_world(err)
 
     # -- every rank --------------------------------------------------------------------
+
+    def _end_world(self, err: Exception) -> NoReturn:
+        """This rank's failure said in one line (also for the launcher, past teardown), then
+        every rank ended."""
+        line = f"error: rank {self.rank}: {err}"
+        print(line, file=sys.stderr, flush=True)
+        record_error(self.rank, line)
+        abort(self.comm, 1)
+        raise AssertionError("MPI_Abort returned")  # pragma: no cover
 
     def _prepare(self, text: str) -> int:
         module = self.parse(text)
