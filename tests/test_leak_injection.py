@@ -8,8 +8,9 @@ routed into the spine, a chip value captured by a region, a leak wrapped in scf.
 laundered through a cast, two slices overlapped, swapped or their ranges reordered, a partial's
 contraction made a max or started from non-zero, an argument moved onto a chip) into those
 programs and into random programs at every stage is refused by tp-verify. Each kind runs as a
-fixed sample of 4 programs (80 in ``make test``) and as a random campaign (428 in ``make
-test-slow``); ``make fuzz`` (or TP_FUZZ_EXAMPLES=n) runs 5,220.
+fixed sample of 4 programs (80 in all) and as a random campaign (428); ``make test`` runs
+those of the two the tiers need (tests/slow.txt), ``make test-slow`` the others, and ``make
+fuzz`` (or TP_FUZZ_EXAMPLES=n) a campaign of 5,220.
 """
 
 from __future__ import annotations
