@@ -69,8 +69,10 @@ test-slow: $(STAMP) lit-scripts
 # Lines of tp run per module by the whole suite and by `make test`'s tier, from one coverage run
 # of the whole suite that labels every line with the tests that ran it (subprocesses included);
 # fails if `make test` misses a line the slow tier runs. To choose the tiers again after adding
-# tests: `pytest -n auto --junitxml=build/tiers/times.xml` on a quiet machine, this, then
-# `python tests/tiers.py choose build/tiers/data build/tiers/times.xml`.
+# tests, on a quiet machine: `pytest -n auto --junitxml=build/prof/whole.xml` and `pytest -n
+# auto -m "not slow" --junitxml=build/prof/fast.xml` (the fast tier alone pays set-up the whole
+# suite charges to slow tests), this, then `python tests/tiers.py choose build/tiers/data
+# build/prof/whole.xml build/prof/fast.xml` (each test costs the most either report gives).
 tiers: $(STAMP)
 	rm -rf build/tiers && mkdir -p build/tiers
 	COVERAGE_FILE=$(CURDIR)/build/tiers/data $(BIN)/pytest -n auto --cov --cov-report= \

@@ -48,6 +48,22 @@ def test_junit_names_become_node_ids(tmp_path: Path) -> None:
     }
 
 
+def test_a_test_costs_the_most_any_report_gives(tmp_path: Path) -> None:
+    """The fast tier's own run may charge a test set-up the whole suite's run charged to
+    another (a shared program generated first by a slow test): the larger time counts."""
+    whole, alone = tmp_path / "whole.xml", tmp_path / "alone.xml"
+    case = '<testsuites><testsuite><testcase classname="tests.test_x" name="test_{}" time="{}"/>'
+    whole.write_text(
+        case.format("a", 1) + '<testcase classname="tests.test_x" name="test_b" '
+        'time="3"/></testsuite></testsuites>'
+    )
+    alone.write_text(case.format("a", 4) + "</testsuite></testsuites>")
+    assert tiers.durations(str(whole), str(alone)) == {
+        "tests/test_x.py::test_a": 4.0,
+        "tests/test_x.py::test_b": 3.0,
+    }
+
+
 def _collect(slow: set[str], ids: list[str], whole_suite: bool, monkeypatch) -> list:
     monkeypatch.setattr(conftest, "read_slow", lambda: slow)
     source = pytest.Config.ArgsSource.TESTPATHS if whole_suite else pytest.Config.ArgsSource.ARGS

@@ -2,12 +2,16 @@
 in tests/slow.txt, and those run every line of tp that the whole suite runs (`make tiers`
 checks it); `make test-slow` runs the listed ones (CI runs both).
 
-    python tests/tiers.py choose COVERAGE_DATA JUNIT_XML   # rewrite tests/slow.txt
+    python tests/tiers.py choose COVERAGE_DATA JUNIT_XML...   # rewrite tests/slow.txt
     python tests/tiers.py check COVERAGE_DATA              # lines per module, each tier
 
 COVERAGE_DATA is a combined coverage file recorded with per-test contexts (`make tiers`:
 pytest-cov's --cov-context=test for a test's own lines, --tier-contexts for the tools and MPI
-ranks it starts); JUNIT_XML gives each test's time, from a run without coverage. A test is
+ranks it starts); each JUNIT_XML gives each test's time, from a run without coverage, and a
+test costs the most any of them gives: a whole-suite run charges the set-up tests share
+(a program generated once per worker, a module's fixture, an IREE compile) to whichever runs
+first, often a slow one, so give the fast tier's own run too (`pytest -m "not slow"
+--junitxml=...`: 394 s of test time by the whole suite's report was 691 s alone). A test is
 slow only when it takes at least `CHEAP` seconds, runs some line of tp, and every such line is
 run by a fast test;
 among the expensive tests, the fast ones are chosen greedily by new lines per second, then
@@ -61,15 +65,17 @@ def test_lines(data_file: str) -> tuple[dict[str, set[Line]], set[Line]]:
     return per_test, unattributed
 
 
-def durations(junit_xml: str) -> dict[str, float]:
-    """Seconds per node id, from a junit report (classname `tests.test_x[.Class]`)."""
+def durations(*junit_xml: str) -> dict[str, float]:
+    """Seconds per node id, the most any of the junit reports gives (classname
+    `tests.test_x[.Class]`)."""
     times: dict[str, float] = {}
-    for case in ET.parse(junit_xml).iter("testcase"):
-        parts = case.get("classname", "").split(".")
-        module = next(i for i, p in enumerate(parts) if p.startswith("test_"))
-        path = "/".join(parts[: module + 1]) + ".py"
-        node = "::".join([path, *parts[module + 1 :], case.get("name", "")])
-        times[node] = float(case.get("time", "0"))
+    for report in junit_xml:
+        for case in ET.parse(report).iter("testcase"):
+            parts = case.get("classname", "").split(".")
+            module = next(i for i, p in enumerate(parts) if p.startswith("test_"))
+            path = "/".join(parts[: module + 1]) + ".py"
+            node = "::".join([path, *parts[module + 1 :], case.get("name", "")])
+            times[node] = max(times.get(node, 0.0), float(case.get("time", "0")))
     return times
 
 
@@ -120,9 +126,9 @@ def check(per_test: dict[str, set[Line]], unattributed: set[Line], slow: set[str
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) == 3 and argv[0] == "choose":
+    if len(argv) >= 3 and argv[0] == "choose":
         per_test, _ = test_lines(argv[1])
-        times = durations(argv[2])
+        times = durations(*argv[2:])
         slow = choose(per_test, times)
         body = "".join(f"{t}\n" for t in sorted(slow))
         SLOW.write_text(HEADER + body)
