@@ -181,8 +181,11 @@ def serve(path: str) -> None:
             if listener in ready:
                 conn, _ = listener.accept()
                 if os.fork() == 0:
-                    listener.close()
-                    _child(conn, mains)
+                    try:  # never back into this loop: a child that failed is one more server
+                        listener.close()
+                        _child(conn, mains)
+                    finally:
+                        os._exit(1)
                 conn.close()
     finally:
         shutil.rmtree(os.path.dirname(path), ignore_errors=True)
