@@ -16,7 +16,6 @@ The server lives as long as the lit run: it stops when the pipe lit holds on its
 from __future__ import annotations
 
 import atexit
-import importlib
 import io
 import json
 import os
@@ -28,15 +27,11 @@ import sys
 import tempfile
 import traceback
 from collections.abc import Callable
+from importlib.metadata import entry_points
 from pathlib import Path
 
-TOOLS: dict[str, str] = {
-    "tp-opt": "tp_dialect.tools.tp_opt",
-    "tp-gen": "tp_dialect.tools.tp_gen",
-    "tp-run": "tp_dialect.tools.tp_run",
-    "filecheck": "filecheck.main",
-}
-"""The commands the server runs, by the module whose ``main`` the installed script calls."""
+TOOLS = ("tp-opt", "tp-gen", "tp-run", "filecheck")
+"""The commands the server runs: installed scripts, whose entry points it calls."""
 
 CLIENT = """#!{python} -IS
 import json, os, socket, sys
@@ -84,9 +79,11 @@ def start(python: str) -> str | None:
 
 
 def _mains() -> dict[str, Callable[[], object]]:
-    """Each tool's entry point, imported (the one cost the server pays once); called with no
-    arguments it reads ``sys.argv``, as the installed script calls it."""
-    return {name: importlib.import_module(module).main for name, module in TOOLS.items()}
+    """Each tool's console-script entry point, loaded (the one cost the server pays once);
+    called with no arguments it reads ``sys.argv``, as the installed script calls it."""
+    return {
+        name: next(iter(entry_points(group="console_scripts", name=name))).load() for name in TOOLS
+    }
 
 
 def _read(conn: socket.socket, n: int) -> bytes:
