@@ -99,10 +99,10 @@ def launch(args: argparse.Namespace, argv: list[str]) -> int:
     if spmd:
         needs = replace(needs, arguments=needs.arguments * ranks, copies=needs.copies * ranks)
     check_fits(needs, f"running {args.program} on {ranks} rank(s)")
-    cmd = [mpiexec, "-n", str(ranks), sys.executable, "-m", "tp_dialect.tools.tp_run"]
-    cmd += [*strip_mpi(argv), "--backend", "mpi"]
+    cmd = [sys.executable, "-m", "tp_dialect.tools.tp_run", *strip_mpi(argv), "--backend", "mpi"]
     cmd += ["--engine", "iree"] if args.backend == "iree" else []
     with tempfile.TemporaryDirectory(prefix="tp-mpi-") as pids:
+        cmd = mpi_exec.guarded(ranks, cmd, pids, mpiexec)
         env = {**rank_env(ranks), mpi_exec.PID_DIR_ENV: pids}
         # The ranks' stderr is a pipe held until they end: they report progress to files
         # here and this process draws it, on its own stderr, only if the user sees that.
@@ -121,7 +121,7 @@ def launch(args: argparse.Namespace, argv: list[str]) -> int:
                 f"the {ranks} MPI rank(s) did not finish within {args.timeout:g} s: stopped them"
             ) from None
         out, err = proc.stdout, proc.stderr
-        died = _who_died(out + err, pids, args.mpi if args.relay == "host" else None)
+        died = mpi_exec.first_death(pids, args.mpi if args.relay == "host" else None)
         recorded = mpi_exec.recorded_errors(pids)
     if proc.returncode != 0:  # mpiexec's own banner about a dead rank: said below in a line
         out = "".join(line for line in out.splitlines(True) if not _HYDRA.match(line))
@@ -157,21 +157,6 @@ _HYDRA = re.compile(
 )
 
 
-def _who_died(err: str, pids: str, host_rank: int | None) -> str | None:
-    """Which rank mpiexec reports dead in ``err`` and how ("rank 1 (chip 1) died: Killed
-    (signal 9)"), the rank found through the pid files in ``pids``; None when it says none."""
-    found = re.search(r"PID (\d+) RUNNING AT", err)
-    if found is None:
-        return None
-    how = re.search(r"EXIT STRING: (.+)", err)
-    reason = how.group(1).strip() if how else "it ended abnormally"
-    rank = mpi_exec.rank_of_pid(pids, int(found.group(1)))
-    if rank is None:
-        return f"process {found.group(1)} died: {reason}"
-    chip = "the host" if rank == host_rank else f"chip {rank}"
-    return f"rank {rank} ({chip}) died: {reason}"
-
-
 def _say_and_abort(comm: Any, line: str) -> None:
     """This rank's error ``line`` said (on stderr, and for the launcher in a file, which
     outlives the world's teardown), then every rank ended."""
@@ -201,7 +186,6 @@ def main_mpi(args: argparse.Namespace) -> int:
     mpi = mpi_exec.load_mpi()
     comm = mpi.COMM_WORLD
     rank = comm.Get_rank()
-    mpi_exec.record_rank(rank)
     check_mpi_flags(args, "--backend mpi")
     iree = args.engine == "iree"
     try:

@@ -237,10 +237,11 @@ def _launch(args: argparse.Namespace, argv: list[str]) -> int:
     if args.chips not in (1, ranks):
         raise UserError(f"--mpi {ranks} runs one rank per chip: give --chips {ranks} or omit it")
     mpi_exec.load_mpi()
-    cmd = [_mpiexec(), "-n", str(ranks), sys.executable, "-m", "tp_dialect.tools.tp_generate"]
-    cmd += [*strip_mpi(argv), "--chips", str(ranks), "--backend", "mpi"]
+    cmd = [sys.executable, "-m", "tp_dialect.tools.tp_generate", *strip_mpi(argv)]
+    cmd += ["--chips", str(ranks), "--backend", "mpi"]
     cmd += ["--engine", "iree"] if args.backend == "iree" else []
     with tempfile.TemporaryDirectory(prefix="tp-mpi-") as pids:
+        cmd = mpi_exec.guarded(ranks, cmd, pids, _mpiexec())
         env = {**rank_env(ranks), mpi_exec.PID_DIR_ENV: pids}
         try:
             proc = run_bounded(cmd, env, args.timeout, None)
@@ -249,6 +250,7 @@ def _launch(args: argparse.Namespace, argv: list[str]) -> int:
                 f"the {ranks} MPI rank(s) did not finish within {args.timeout:g} s"
             ) from None
         recorded = mpi_exec.recorded_errors(pids)
+        died = mpi_exec.first_death(pids)
     sys.stdout.write(proc.stdout)
     errors = said_errors(proc.stderr, recorded)
     if errors:
@@ -256,7 +258,8 @@ def _launch(args: argparse.Namespace, argv: list[str]) -> int:
     if proc.returncode != 0:
         if not errors:
             print(
-                f"{TOOL}: error: an MPI rank stopped (mpiexec exit code {proc.returncode})",
+                f"{TOOL}: error: {died or 'an MPI rank stopped'} (mpiexec exit code "
+                f"{proc.returncode})",
                 file=sys.stderr,
             )
         return 1

@@ -21,8 +21,9 @@ are gathered to rank 0, which runs the host's statements (``tp.unshard`` ...) on
 
 Test hook: with ``TP_MPI_TEST_EXIT_RANK=R`` in the environment, rank R kills itself
 (``SIGKILL``) on arriving at its first halt, as a rank killed mid-step would. With
-``TP_MPI_PID_DIR=D`` (set by ``tp-run --mpi``), each rank writes its rank into ``D/<pid>``, so
-the launcher can name the rank behind a process mpiexec reports dead.
+``TP_MPI_PID_DIR=D`` (set by ``tp-run --mpi`` and ``tp-generate --mpi``), a rank that fails
+records its error line in ``D``, and each rank's guard (`rank_guard`) how it died, so the
+launcher can name the rank even when mpiexec's teardown lost its output.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import contextlib
 import os
 import resource
 import signal
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -55,7 +57,7 @@ from tp_dialect.dtypes import numpy_dtype
 from tp_dialect.errors import TpError
 from tp_dialect.grid import CHIPS_ATTR, MAX_LOWERED_CHIPS, stated_chips
 from tp_dialect.program_ops import ChipProgramOp
-from tp_dialect.runtime import mpi_wait
+from tp_dialect.runtime import mpi_wait, rank_guard
 from tp_dialect.runtime.checkpoint import TensorSource, is_placeholder, place_weights
 from tp_dialect.runtime.host_memory import bytes_text
 from tp_dialect.signature import entry_function, ports
@@ -66,14 +68,6 @@ if TYPE_CHECKING:  # the interpreter is loaded only when ranks run (not to list 
 RELAYS: tuple[str, ...] = ("direct", "host")
 TEST_EXIT_ENV = "TP_MPI_TEST_EXIT_RANK"
 PID_DIR_ENV = "TP_MPI_PID_DIR"
-
-
-def record_rank(rank: int) -> None:
-    """With ``TP_MPI_PID_DIR`` set, ``rank`` written to a file named by this process's id."""
-    directory = os.environ.get(PID_DIR_ENV)
-    if directory:
-        with open(os.path.join(directory, str(os.getpid())), "w") as f:
-            f.write(str(rank))
 
 
 def record_error(rank: int, line: str) -> None:
@@ -100,13 +94,29 @@ def recorded_errors(directory: str) -> list[str]:
     return [line for _, line in sorted(found) if line]
 
 
-def rank_of_pid(directory: str, pid: int) -> int | None:
-    """The rank that `record_rank` recorded for process ``pid`` in ``directory``, if any."""
-    try:
-        with open(os.path.join(directory, str(pid))) as f:
-            return int(f.read())
-    except (OSError, ValueError):
+def guarded(ranks: int, command: list[str], directory: str, mpiexec: str) -> list[str]:
+    """The mpiexec line running ``command`` as ``ranks`` ranks, each under its `rank_guard`,
+    which records in ``directory`` how its rank died (`first_death` reads it)."""
+    guard = [sys.executable, "-I", "-S", rank_guard.__file__, directory]
+    return [mpiexec, "-n", str(ranks), *guard, *command]
+
+
+def first_death(directory: str, host_rank: int | None = None) -> str | None:
+    """The rank whose guard recorded its death first in ``directory``, and how: ``rank 1
+    (chip 1) died: Killed (signal 9)`` (``the host`` for ``host_rank``); None when none died."""
+    found = []
+    for name in os.listdir(directory):
+        rank = name.removeprefix(rank_guard.DIED_PREFIX)
+        if name.startswith(rank_guard.DIED_PREFIX) and rank.isdigit():
+            with open(os.path.join(directory, name)) as f:
+                when, _, reason = f.read().partition(" ")
+            if when.isdigit():
+                found.append((int(when), int(rank), reason.strip()))
+    if not found:
         return None
+    _, rank, reason = min(found)
+    chip = "the host" if rank == host_rank else f"chip {rank}"
+    return f"rank {rank} ({chip}) died: {reason}"
 
 
 class MpiError(TpError):
