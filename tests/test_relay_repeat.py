@@ -136,3 +136,24 @@ def test_a_long_schedule_with_no_repeat_is_searched_in_bounded_work() -> None:
     ops = relay_ops(steps, ["l0_", "l1_"], 2)
     assert not any(isinstance(op, RelayRepeatOp) for op in ops)
     assert _unrolled(ops) == steps
+
+
+def test_a_deadlock_says_where_every_chip_stands_a_finished_one_too() -> None:
+    """Chip 0 runs to its end; chips 1 and 2 each wait at their start for what the other
+    sends only later, and chip 1 also for a name nobody sends: the refusal names all three."""
+    start, end = frozenset[str](), frozenset[str]()
+    halts = {
+        0: [Halt(0, start, end), Halt(1, frozenset({"a"}), end)],
+        1: [Halt(0, start, frozenset({"c", "z"})), Halt(1, frozenset({"b"}), end)],
+        2: [Halt(0, start, frozenset({"b"})), Halt(1, frozenset({"c"}), end)],
+    }
+    try:
+        relay_schedule(halts)
+    except Deadlock as err:
+        assert err.where == {
+            0: "has finished",
+            1: "stands at its start waiting for c (from chip 2), z (no chip sends it)",
+            2: "stands at its start waiting for b (from chip 1)",
+        }
+    else:
+        raise AssertionError("no deadlock found")

@@ -106,6 +106,15 @@ def test_a_one_chip_ring_is_the_partial() -> None:
     assert op.algorithm_name == "fold"
 
 
+def _refused_at(stage: str, module: ModuleOp, message: str) -> None:
+    """``stage`` refuses ``module``'s one all-reduce, located at it, with ``message``."""
+    (op,) = [op for op in module.walk() if isinstance(op, AllReduceOp)]
+    with pytest.raises(TpDiagnostic) as err:
+        apply(module, stage)
+    assert err.value.op is op
+    assert err.value.message == message
+
+
 def test_a_ring_no_axis_cuts_stays_one_collective_and_is_not_linkable() -> None:
     """Invariant: with no axis of N elements (2x2 over 3 chips) tp-transfers leaves the ring
     one collective, its numbers the seed's; tp-link-points refuses it, located, saying why."""
@@ -113,13 +122,25 @@ def test_a_ring_no_axis_cuts_stays_one_collective_and_is_not_linkable() -> None:
     apply(module, RING)
     (op,) = [op for op in module.walk() if isinstance(op, AllReduceOp)]
     assert op.algorithm_name == "ring"
-    with pytest.raises(TpDiagnostic) as err:
-        apply(module, "tp-link-points")
-    assert err.value.op is op
-    assert err.value.message == (
+    _refused_at(
+        "tp-link-points",
+        module,
         "a ring all-reduce of tensor<2x2xf32> over 3 chips needs an axis of at least 3 "
         "elements to give every chip a slice before per-chip programs can hold it: relocate "
-        "with allreduce=fold, oneshot or auto [not-linkable]"
+        "with allreduce=fold, oneshot or auto [not-linkable]",
+    )
+
+
+def test_a_twoshot_no_axis_cuts_is_refused_by_tp_transfers() -> None:
+    """Invariant: a two-shot all-reduce is spelled over N slices; with no axis of N elements
+    (2x2 over 3 chips) tp-transfers refuses it, located, naming the way out."""
+    module = parse(lone_allreduce(3, 2))
+    apply(module, "tp-relocate{allreduce=twoshot}")
+    _refused_at(
+        "tp-transfers",
+        module,
+        "a twoshot all-reduce of tensor<2x2xf32> over 3 chips needs an axis of at least 3 "
+        "elements to give every chip a slice: choose another algorithm [not-linkable]",
     )
 
 
