@@ -15,6 +15,7 @@ import hf_reference as R
 import numpy as np
 import pytest
 
+from tp_dialect.runtime.mpi_exec import TEST_EXIT_ENV
 from tp_dialect.tools.tp_generate import main
 
 PROMPT = "5,17,42,8,61,23,11"
@@ -78,6 +79,18 @@ def test_mpi_ranks_generate_the_same_ids(tmp_path: Path, qwen3: Path) -> None:
         qwen3, [[int(t) for t in PROMPT.split(",")]], 5
     )
     assert "as MPI ranks" in done.stdout
+
+
+def test_a_rank_killed_mid_generation_is_named_in_one_line(tmp_path: Path, qwen3: Path) -> None:
+    report = tmp_path / "r.json"
+    args = [str(qwen3), "--prompt-ids", PROMPT, "--max-new-tokens", "3", "--mpi", "2"]
+    done = _tool(*args, "--report", str(report), env={TEST_EXIT_ENV: "1"})
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        "tp-generate: error: rank 1 (chip 1) died: Killed (signal 9) (mpiexec exit code 9)"
+    ]
+    assert "BAD TERMINATION" not in done.stdout  # mpiexec's banner: said in that line
+    assert not report.exists()
 
 
 def test_progress_line_on_a_terminal(qwen3: Path) -> None:

@@ -123,9 +123,7 @@ def launch(args: argparse.Namespace, argv: list[str]) -> int:
         out, err = proc.stdout, proc.stderr
         died = mpi_exec.first_death(pids, args.mpi if args.relay == "host" else None)
         recorded = mpi_exec.recorded_errors(pids)
-    if proc.returncode != 0:  # mpiexec's own banner about a dead rank: said below in a line
-        out = "".join(line for line in out.splitlines(True) if not _HYDRA.match(line))
-    sys.stdout.write(out)
+    sys.stdout.write(without_banner(out, proc.returncode))
     said = rank_lines(err)
     errors = [line for line in said if "error:" in line] or recorded
     for line in said:
@@ -155,6 +153,14 @@ def rank_lines(err: str, tool: str = "tp-run") -> list[str]:
 _HYDRA = re.compile(
     r"^(=+|=   .*|YOUR APPLICATION TERMINATED.*|This typically refers.*|Please see the FAQ.*|\s*)$"
 )
+
+
+def without_banner(out: str, returncode: int) -> str:
+    """The ranks' standard output ``out`` without mpiexec's banner about a dead rank (the
+    launcher says which rank died in one line of its own; the banner names a guard)."""
+    if returncode == 0:
+        return out
+    return "".join(line for line in out.splitlines(True) if not _HYDRA.match(line))
 
 
 def _say_and_abort(comm: Any, line: str) -> None:

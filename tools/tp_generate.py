@@ -229,7 +229,7 @@ def _launch(args: argparse.Namespace, argv: list[str]) -> int:
     bounded by ``--timeout``; the ranks' output passed on, an error as one line."""
     from tp_dialect.runtime import mpi_exec
     from tp_dialect.runtime.launch import rank_env, run_bounded
-    from tp_dialect.tools.run_mpi import _mpiexec, strip_mpi
+    from tp_dialect.tools.run_mpi import _mpiexec, strip_mpi, without_banner
 
     ranks: int = args.mpi
     if args.backend == "mpi":
@@ -251,7 +251,7 @@ def _launch(args: argparse.Namespace, argv: list[str]) -> int:
             ) from None
         recorded = mpi_exec.recorded_errors(pids)
         died = mpi_exec.first_death(pids)
-    sys.stdout.write(proc.stdout)
+    sys.stdout.write(without_banner(proc.stdout, proc.returncode))
     errors = said_errors(proc.stderr, recorded)
     if errors:
         print(errors[0], file=sys.stderr)

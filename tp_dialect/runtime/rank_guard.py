@@ -8,14 +8,17 @@ ten). The guard is mpiexec's process for its rank; it writes ``DIR/died-<rank>``
 ``PMI_RANK``, the reason as mpiexec words it, ``Killed (signal 9)``) before it ends the same way
 its rank did, and mpiexec kills the other ranks only after that. A guard killed by mpiexec
 takes its rank with it (``PR_SET_PDEATHSIG``) and records nothing, so the first rank to die
-is the one recorded. Signals the guard gets (mpiexec forwarding ^C) go on to its rank.
+is the one recorded. The rank runs in a process group of its own, so a signal mpiexec sends
+the guard's group (^C) reaches it once, through the guard.
 
 Standard library only, loaded without site-packages: it adds milliseconds to a rank's start.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import resource
 import signal
 import sys
 import time
@@ -32,6 +35,8 @@ _FORWARDED = (
     signal.SIGUSR2,
 )
 _PR_SET_PDEATHSIG = 1
+_IGNORED_BY_PYTHON = (signal.SIGPIPE, signal.SIGXFSZ)
+"""Ignored by Python at its start: restored for the rank, and before the guard re-raises."""
 
 
 def _die_with_parent() -> None:
@@ -66,19 +71,34 @@ def main(argv: list[str]) -> int:
         if os.getppid() != parent:  # the guard died before the request took effect
             os._exit(1)
         try:
+            os.setpgid(0, 0)  # a signal to the guard's group reaches the rank once
+            for sig in _IGNORED_BY_PYTHON:
+                signal.signal(sig, signal.SIG_DFL)
             os.execv(command[0], command)
+        except OSError as err:
+            os.write(2, f"rank guard: cannot run {command[0]}: {err.strerror}\n".encode())
         finally:
             os._exit(127)
+
+    def forward(number: int, _frame: object) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, number)
+
     for sig in _FORWARDED:
-        signal.signal(sig, lambda number, _frame: os.kill(child, number))
+        signal.signal(sig, forward)
     _, status = os.waitpid(child, 0)
+    for sig in _FORWARDED:  # the rank is gone: nothing to forward to (its pid may be reused)
+        signal.signal(sig, signal.SIG_IGN)
     rank = os.environ.get("PMI_RANK", "?")
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         record_death(directory, rank, f"{signal.strsignal(sig)} (signal {sig})")
-        if sig in _FORWARDED:
+        # End as the rank did (mpiexec then reports the same), leaving no core of the guard's
+        # own in place of the rank's.
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL and SIGSTOP keep theirs
             signal.signal(sig, signal.SIG_DFL)
-        os.kill(os.getpid(), sig)  # end as the rank did: mpiexec reports the same
+        os.kill(os.getpid(), sig)
         return 128 + sig
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
