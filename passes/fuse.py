@@ -1,13 +1,17 @@
 """tp-fuse{shim=...}: producer-consumer statements grouped into fused sections, asking the
 chip before each fusion.
 
-Invariant: walking the statements in program order, a statement that consumes a value of the
-group being built joins it only if the shim — always wrapped in `TensorParallelShim`, so a
+Invariant: walking the statements in program order, with a group being built per set of
+chips (a split program interleaves the chips' copies of each statement), a statement that
+consumes a value of its chips' group — or fills a fresh tensor with a constant, a
+reduction's start — joins it only if the shim — always wrapped in `TensorParallelShim`, so a
 fused op never spans two chips, mixes a chip's tensors with the spine, or holds a
 collective's fold — says the grown group fits; otherwise the group is closed and the
 statement starts the next. Each group of two or more becomes one ``tp.section`` (on the chip
 of what it binds; the spine's: every chip) placed where its last statement was, yielding the
-values used outside it. Refusals are printed (``report=true``) with the shim's reason.
+values used outside it: a statement that reads an open group's value closes that group
+first, and an in-place write closes the other chips' groups, so nothing moves past its
+reader or past a write. Refusals are printed (``report=true``) with the shim's reason.
 
 An outlined program (``@decode`` calling ``@layer``, `tp_dialect.analysis.calls.outlined`): the
 callee's statements are fused once, in the callee, and so are the caller's; a call to a
@@ -18,11 +22,14 @@ being built, so no group moves across it.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
+from xdsl.dialects import arith, tensor
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
+from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
@@ -30,7 +37,7 @@ from xdsl.rewriter import InsertPoint
 
 from tp_dialect.analysis.calls.outlined import ChipWork, lowered_functions
 from tp_dialect.analysis.certify.provenance import Provenance
-from tp_dialect.analysis.touch import is_statement
+from tp_dialect.analysis.touch import is_statement, written_in_place
 from tp_dialect.certificate import kept
 from tp_dialect.names import value_name
 from tp_dialect.ops import SectionOp, TransferOp, YieldOp
@@ -43,7 +50,7 @@ from tp_dialect.passes.preconditions import (
     replicated_within,
 )
 from tp_dialect.passes.rewrites import move_op
-from tp_dialect.shims import Shim, TensorParallelShim, fusion
+from tp_dialect.shims import Fusion, Shim, TensorParallelShim, fusion
 
 
 @dataclass(frozen=True)
@@ -55,36 +62,85 @@ class Refusal:
     reason: str
 
 
+def _initializer(op: Operation) -> bool:
+    """Whether ``op`` fills a fresh tensor with a constant (an accumulator's start): it reads
+    nothing computed, so the group being built may take it in on the way to the reduction
+    that reads it."""
+    return isinstance(op, linalg.FillOp) and all(
+        isinstance(v.owner, arith.ConstantOp | tensor.EmptyOp) for v in op.operands
+    )
+
+
+EVERY_CHIP: tuple[int, ...] = (-1,)
+"""The group key of work every chip runs (the spine's, a collective's)."""
+
+
+@dataclass
+class _Open:
+    """A group being built: its statements, the values they make, the shim's view of it."""
+
+    ops: list[Operation]
+    produced: set[SSAValue]
+    grown: Fusion | None
+
+
 def fusion_groups(
-    func: FuncOp, shim: Shim, work: ChipWork | None = None
+    func: FuncOp,
+    shim: Shim,
+    work: ChipWork | None = None,
+    chips: Callable[[Operation], tuple[int, ...]] | None = None,
 ) -> tuple[list[list[Operation]], list[Refusal]]:
     """The groups tp-fuse forms (each two or more statements) and the refusals on the way;
-    a lowered call (``work`` says which) joins none and closes the group before it."""
+    a lowered call (``work`` says which) joins none and closes every group before it.
+
+    With ``chips`` (the chips a statement runs on), a group is built per set of chips: a
+    split program lists chip 0's copy of a statement, then chip 1's, …, so one chain of
+    dependent statements per chip is interleaved with the others'. A group's statements move
+    to its last one's place, past the other chips' statements between them; so a statement
+    that reads what an open group makes without joining it closes that group first, and one
+    that updates a buffer in place closes every group (no read moves past a write)."""
     groups: list[list[Operation]] = []
     refusals: list[Refusal] = []
-    current: list[Operation] = []
-    grown = None  # the shim's view of ``current``: each op asked as it joins, not the whole
-    produced: set[SSAValue] = set()
+    open_: dict[tuple[int, ...], _Open] = {}
+
+    def close(key: tuple[int, ...]) -> None:
+        group = open_.pop(key)
+        if len(group.ops) > 1:
+            groups.append(group.ops)
+
     for op in func.body.block.ops:
         if work is not None and work.lowered(op) is not None:
-            if len(current) > 1:
-                groups.append(current)
-            current, produced = [], set()
+            for key in list(open_):
+                close(key)
             continue
         if not is_statement(op) or isinstance(op, SectionOp | TransferOp):
             continue
-        if current and grown is not None and any(v in produced for v in op.operands):
-            reason = grown.admit(op)
-            if reason is None:
-                current.append(op)
-                produced.update(op.results)
-                continue
-            refusals.append(Refusal(op, current[-1], reason))
-        if len(current) > 1:
-            groups.append(current)
-        current, produced, grown = [op], set(op.results), fusion(shim, op)
-    if len(current) > 1:
-        groups.append(current)
+        key = chips(op) if chips is not None else ()
+        for other in [k for k in open_ if k != key]:
+            group = open_[other]
+            if any(v in group.produced for v in op.operands):
+                # The shim says why it may not join (work of other chips): said, then closed.
+                reason = group.grown.admit(op) if group.grown is not None else None
+                if reason is not None:
+                    refusals.append(Refusal(op, group.ops[-1], reason))
+                close(other)
+        if chips is not None and next(written_in_place(op), None) is not None:
+            for other in [k for k in open_ if k != key]:
+                close(other)
+        current = open_.get(key)
+        if current is not None and current.grown is not None:
+            if _initializer(op) or any(v in current.produced for v in op.operands):
+                reason = current.grown.admit(op)
+                if reason is None:
+                    current.ops.append(op)
+                    current.produced.update(op.results)
+                    continue
+                refusals.append(Refusal(op, current.ops[-1], reason))
+        if current is not None:
+            close(key)
+        open_[key] = _Open([op], set(op.results), fusion(shim, op))
+    for key in list(open_):
+        close(key)
     return groups, refusals
 
 
@@ -139,11 +195,16 @@ class TpFuse(ModulePass):
         prov = Provenance(op)
         shim = TensorParallelShim(base, prov)
         groups: list[list[Operation]] = []
+
+        def per_chip(o: Operation) -> tuple[int, ...]:
+            # Every chip's work keyed without listing the chips: N is what the input states.
+            return EVERY_CHIP if prov.runs_everywhere(o) else tuple(prov.statement_chips(o))
+
         for func in funcs:
             for call in func.body.block.ops:
                 if (callee := work.lowered(call)) is not None:
                     prov.check_call(call, callee)  # type: ignore[arg-type]
-            found, refusals = fusion_groups(func, shim, work)
+            found, refusals = fusion_groups(func, shim, work, per_chip)
             if self.report:
                 for r in refusals:
                     print(

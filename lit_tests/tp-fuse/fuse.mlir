@@ -109,3 +109,40 @@ builtin.module attributes {tp.chips = 3 : i64} {
     func.return %out : tensor<4xf32>
   }
 }
+
+// -----
+// A split program lists chip 0's copy of a statement, then chip 1's: each chip's chain is
+// grouped on its own, and a constant fill of a fresh tensor (a reduction's start) joins the
+// chain on its way to the reduction that reads it.
+// CHECK-LABEL: func.func @interleaved
+// CHECK:      %s0 = tp.section "s0" on [0] {
+// CHECK-NEXT:   %a0 = arith.mulf %x0, %x0
+// CHECK-NEXT:   %z0 = linalg.fill
+// CHECK-NEXT:   %s0_1 = linalg.generic
+// CHECK:        tp.yield %s0_1
+// CHECK:      %s1 = tp.section "s1" on [1] {
+// CHECK-NEXT:   %a1 = arith.mulf %x1, %x1
+// CHECK-NEXT:   %z1 = linalg.fill
+// CHECK-NEXT:   %s1_1 = linalg.generic
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @interleaved(%x0: tensor<4xf32, #tp.chip<0>>, %x1: tensor<4xf32, #tp.chip<1>>) -> (tensor<f32, #tp.chip<0>>, tensor<f32, #tp.chip<1>>) {
+    %zero = arith.constant 0.0 : f32
+    %e0 = tensor.empty() : tensor<f32, #tp.chip<0>>
+    %e1 = tensor.empty() : tensor<f32, #tp.chip<1>>
+    %a0 = arith.mulf %x0, %x0 : tensor<4xf32, #tp.chip<0>>
+    %a1 = arith.mulf %x1, %x1 : tensor<4xf32, #tp.chip<1>>
+    %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32, #tp.chip<0>>) -> tensor<f32, #tp.chip<0>>
+    %z1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<f32, #tp.chip<1>>) -> tensor<f32, #tp.chip<1>>
+    %s0 = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>], iterator_types = ["reduction"]} ins(%a0 : tensor<4xf32, #tp.chip<0>>) outs(%z0 : tensor<f32, #tp.chip<0>>) {
+    ^bb0(%v: f32, %acc: f32):
+      %r = arith.addf %acc, %v : f32
+      linalg.yield %r : f32
+    } -> tensor<f32, #tp.chip<0>>
+    %s1 = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>], iterator_types = ["reduction"]} ins(%a1 : tensor<4xf32, #tp.chip<1>>) outs(%z1 : tensor<f32, #tp.chip<1>>) {
+    ^bb0(%v: f32, %acc: f32):
+      %r = arith.addf %acc, %v : f32
+      linalg.yield %r : f32
+    } -> tensor<f32, #tp.chip<1>>
+    func.return %s0, %s1 : tensor<f32, #tp.chip<0>>, tensor<f32, #tp.chip<1>>
+  }
+}
