@@ -4,8 +4,8 @@ sn40l chips: the seed's fold and a ring all-reduce in phase mode, ``auto`` all-r
 the physical bound; the ratio to it, the speedup over one chip, the modelling time per layer,
 and where the dataflow step's time goes (its critical path). Then the prefill of a prompt of
 S tokens (the whole model's ``@prefill`` step, 36 layers, as `benchmarks.serving` writes
-it; no LM head) in dataflow mode
-with ``auto`` all-reduces: its modelled time to first token against its compute bound.
+it; no LM head) in dataflow mode, fused as the sn40l shim allows (tp-fuse), with ``auto``
+all-reduces: its modelled time to first token against its compute bound.
 ``--dry-run`` semantics: shapes only. Each program is generated and parsed once per chip
 count and lowered in this process.
 
@@ -39,18 +39,23 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.3f} ms"
 
 
-def prefill(chips: int, tokens: int, narrow: str = "") -> tuple[ModelReport, str, float]:
+def prefill(
+    chips: int, tokens: int, narrow: str = "", fuse: bool = True
+) -> tuple[ModelReport, str, float]:
     """The modelled prefill of ``tokens`` tokens of the whole qwen3-8b (`serving`'s program,
-    no LM head) on ``chips`` sn40l chips, dataflow mode, ``auto`` all-reduces: its report,
-    the schedule (the algorithms tp-relocate's ``auto`` wrote on its all-reduces) and the
-    seconds writing, lowering and modelling took."""
+    no LM head) on ``chips`` sn40l chips, dataflow mode, its statements fused as the sn40l
+    shim allows (``fuse``: tp-fuse, so a chip's attention keeps its scores on chip), ``auto``
+    all-reduces: its report, the schedule (fused or not, and the algorithms tp-relocate's
+    ``auto`` wrote on its all-reduces) and the seconds writing, lowering and modelling took."""
     t0 = time.perf_counter()
     module = serving.step_program("prefill", tokens, chips)
-    relocated = lower(module, f"{narrow}tp-relocate{{allreduce={AUTO}}}")
+    fused = "tp-fuse{shim=sn40l}," if fuse else ""
+    relocated = lower(module, f"{narrow}{fused}tp-relocate{{allreduce={AUTO}}}")
     picked = {op.algorithm_name for op in relocated.walk() if isinstance(op, AllReduceOp)}
     programs = lower(relocated, "tp-transfers,tp-link-points")
     report = model(programs, MACHINES["sn40l"], "dataflow")[0]
-    schedule = f"dataflow, {'+'.join(sorted(picked)) or 'no'} all-reduces"
+    how = "dataflow, fused (sn40l)" if fuse else "dataflow"
+    schedule = f"{how}, {'+'.join(sorted(picked)) or 'no'} all-reduces"
     return report, schedule, time.perf_counter() - t0
 
 
@@ -145,7 +150,7 @@ def main(
         print()
         print(
             f"prefill of {prefill_tokens} tokens (the whole model, 36 layers, no LM head), "
-            "dataflow, auto all-reduces:"
+            "dataflow, fused as the sn40l shim allows (tp-fuse), auto all-reduces:"
         )
         print("| N | TTFT | compute bound | ratio | binding | schedule | model time |")
         print("|---|---|---|---|---|---|---|")

@@ -32,6 +32,6 @@ def test_the_json_holds_prefill_and_decode_per_chip_count(tmp_path: Path) -> Non
     for n, row in figures["prefill"].items():
         assert set(row) == {"ttft_s", "compute_bound_s", "schedule"}
         assert row["ttft_s"] >= row["compute_bound_s"] > 0, n
-    assert figures["prefill"]["1"]["schedule"] == "dataflow, no all-reduces"
-    assert figures["prefill"]["2"]["schedule"].startswith("dataflow, ")
+    assert figures["prefill"]["1"]["schedule"] == "dataflow, fused (sn40l), no all-reduces"
+    assert figures["prefill"]["2"]["schedule"].startswith("dataflow, fused (sn40l), ")
     assert figures["decode"]["2"]["step_s"] < figures["decode"]["1"]["step_s"]
