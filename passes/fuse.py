@@ -81,24 +81,32 @@ class _Open:
 
     ops: list[Operation]
     produced: set[SSAValue]
-    grown: Fusion | None
+    grown: Fusion
+
+
+def group_key(prov: Provenance, op: Operation) -> tuple[int, ...]:
+    """The chips statement ``op`` runs on, as tp-fuse keys its groups: every chip's work
+    (the spine's, a collective's) keyed without listing the chips, N being what the input
+    states."""
+    return EVERY_CHIP if prov.runs_everywhere(op) else tuple(prov.statement_chips(op))
 
 
 def fusion_groups(
     func: FuncOp,
     shim: Shim,
+    chips: Callable[[Operation], tuple[int, ...]],
     work: ChipWork | None = None,
-    chips: Callable[[Operation], tuple[int, ...]] | None = None,
 ) -> tuple[list[list[Operation]], list[Refusal]]:
     """The groups tp-fuse forms (each two or more statements) and the refusals on the way;
     a lowered call (``work`` says which) joins none and closes every group before it.
 
-    With ``chips`` (the chips a statement runs on), a group is built per set of chips: a
+    A group is built per set of chips (``chips``: the chips a statement runs on): a
     split program lists chip 0's copy of a statement, then chip 1's, …, so one chain of
     dependent statements per chip is interleaved with the others'. A group's statements move
     to its last one's place, past the other chips' statements between them; so a statement
     that reads what an open group makes without joining it closes that group first, and one
-    that updates a buffer in place closes every group (no read moves past a write)."""
+    that updates a buffer in place closes the other chips' groups (no read moves past a
+    write)."""
     groups: list[list[Operation]] = []
     refusals: list[Refusal] = []
     open_: dict[tuple[int, ...], _Open] = {}
@@ -115,20 +123,19 @@ def fusion_groups(
             continue
         if not is_statement(op) or isinstance(op, SectionOp | TransferOp):
             continue
-        key = chips(op) if chips is not None else ()
+        key = chips(op)
+        writes = next(written_in_place(op), None) is not None
         for other in [k for k in open_ if k != key]:
             group = open_[other]
             if any(v in group.produced for v in op.operands):
                 # The shim says why it may not join (work of other chips): said, then closed.
-                reason = group.grown.admit(op) if group.grown is not None else None
-                if reason is not None:
+                if (reason := group.grown.admit(op)) is not None:
                     refusals.append(Refusal(op, group.ops[-1], reason))
                 close(other)
-        if chips is not None and next(written_in_place(op), None) is not None:
-            for other in [k for k in open_ if k != key]:
+            elif writes:
                 close(other)
         current = open_.get(key)
-        if current is not None and current.grown is not None:
+        if current is not None:
             if _initializer(op) or any(v in current.produced for v in op.operands):
                 reason = current.grown.admit(op)
                 if reason is None:
@@ -196,15 +203,11 @@ class TpFuse(ModulePass):
         shim = TensorParallelShim(base, prov)
         groups: list[list[Operation]] = []
 
-        def per_chip(o: Operation) -> tuple[int, ...]:
-            # Every chip's work keyed without listing the chips: N is what the input states.
-            return EVERY_CHIP if prov.runs_everywhere(o) else tuple(prov.statement_chips(o))
-
         for func in funcs:
             for call in func.body.block.ops:
                 if (callee := work.lowered(call)) is not None:
                     prov.check_call(call, callee)  # type: ignore[arg-type]
-            found, refusals = fusion_groups(func, shim, work, per_chip)
+            found, refusals = fusion_groups(func, shim, lambda o: group_key(prov, o), work)
             if self.report:
                 for r in refusals:
                     print(

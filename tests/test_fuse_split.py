@@ -17,14 +17,15 @@ from ir_helpers import apply, parse
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.linalg import ops as linalg
 
+from tp_dialect.analysis.certify.provenance import Provenance
 from tp_dialect.analysis.timing.cost import op_cost
 from tp_dialect.frontend.registry import Pretrained, entry_for
 from tp_dialect.frontend.split import split_text
 from tp_dialect.ops import SectionOp
-from tp_dialect.passes.fuse import fusion_groups
+from tp_dialect.passes.fuse import fusion_groups, group_key
 from tp_dialect.runtime.checkpoint import random_inputs, random_weights
 from tp_dialect.runtime.reference import run_program
-from tp_dialect.shims import SHIMS
+from tp_dialect.shims import SHIMS, TensorParallelShim
 from tp_dialect.signature import entry_function
 
 
@@ -99,14 +100,9 @@ T0, T1 = "tensor<4xf32, #tp.chip<0>>", "tensor<4xf32, #tp.chip<1>>"
 
 def _groups(text: str) -> list[list[str]]:
     module = parse(text)
-    from tp_dialect.analysis.certify.provenance import Provenance
-    from tp_dialect.shims import TensorParallelShim
-
     prov = Provenance(module)
     shim = TensorParallelShim(SHIMS["reference"], prov)
-    found, _ = fusion_groups(
-        entry_function(module), shim, chips=lambda o: tuple(prov.statement_chips(o))
-    )
+    found, _ = fusion_groups(entry_function(module), shim, lambda o: group_key(prov, o))
     return [[o.results[0].name_hint or "?" for o in g] for g in found]
 
 
