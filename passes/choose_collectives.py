@@ -38,7 +38,7 @@ from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.grid import stated_chips
 from tp_dialect.machine import Machine, MachineError, machine_from
 from tp_dialect.names import value_name
-from tp_dialect.ops import AllReduceOp, Collective, MaxLocOp
+from tp_dialect.ops import AllReduceOp, MaxLocOp
 from tp_dialect.passes.raise_allreduce import TpRaiseAllreduce
 from tp_dialect.passes.rewrites import set_algorithm
 
@@ -69,8 +69,8 @@ class ChooseAlgorithm(RewritePattern):
     ``allreduce=``: what tp-choose-collectives wrote before it stays)."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if not isinstance(op, Collective) or not isinstance(op.parent_op(), FuncOp):
-            return
+        if not isinstance(op, AllReduceOp | MaxLocOp) or not isinstance(op.parent_op(), FuncOp):
+            return  # an all-gather has one algorithm: nothing to choose
         if self.keep and op.algorithm is not None:
             return
         if isinstance(op, AllReduceOp):

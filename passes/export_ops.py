@@ -31,6 +31,7 @@ from xdsl.transforms.linalg_generalize_named_ops import GeneralizeNamedOpPattern
 from tp_dialect.attrs import ChipAttr
 from tp_dialect.ops import AllReduceOp, MaxLocOp, SectionOp, ShardOp, YieldOp
 from tp_dialect.reject import TpReject
+from tp_dialect.scatter_ops import AllGatherOp
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,11 @@ class SegmentBuilder:
             self.mapping[op.result] = total
         elif isinstance(op, MaxLocOp):
             self._maxloc(op)
+        elif isinstance(op, AllGatherOp):  # the blocks, one run each in chip order
+            parts = [self.mapping[p] for p in op.parts]
+            self.mapping[op.result] = self.emit(
+                tensor.ConcatOp(parts, op.axis, port_type(op.result.type))
+            )
         elif op.dialect_name() == "tp":
             raise refuse(op, f"'{op.name}' has no plain form inside a chip's program")
         else:

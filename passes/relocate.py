@@ -6,7 +6,9 @@ provenance, so a scalar read out of chip 1's tensor runs on chip 1), a spine sta
 chip (replicated, unmarked), an all-reduce as ONE section over all chips with its algorithm
 chosen by tp-choose-collectives, which this pass runs first (the seed's ``fold``: partials
 handed to chip 0, folded there, the sum stored as the replicated out; or ``ring``, ``oneshot``,
-``twoshot``: the sum left on every chip), a host store over the chips of its parts;
+``twoshot``: the sum left on every chip), a host store over the chips of its parts, a
+reduce-scatter as each chip's blocks cut and folded (`passes.scatter`: block s's sum ends on
+chip s), an all-gather as one section over all chips;
 ``epilogue=true`` then runs tp-fuse-epilogue. The seed's fold of adds is raised into that
 one all-reduce first; a fold that is not an all-reduce is refused (``fold-not-allreduce``),
 never lowered as two-way adds. A ring fold (every chip once, in a cyclic rotation of chip
@@ -68,6 +70,7 @@ from tp_dialect.passes.preconditions import (
 )
 from tp_dialect.passes.raise_allreduce import TpRaiseAllreduce
 from tp_dialect.passes.rewrites import move_op
+from tp_dialect.passes.scatter import SpellReduceScatter
 from tp_dialect.passes.verify import certify_if_sound
 from tp_dialect.shims import TensorParallelShim
 
@@ -158,6 +161,8 @@ class TpRelocate(ModulePass):
         relocate = RelocateStatement(prov, set(funcs), work)
         walker = PatternRewriteWalker(relocate, apply_recursively=False)
         walker.rewrite_module(op)
+        # A reduce-scatter's section binds every chip's block: spelled as each chip's work.
+        PatternRewriteWalker(SpellReduceScatter(), apply_recursively=False).rewrite_module(op)
         if base is not None:
             fuse_epilogues(op, TensorParallelShim(base, prov))
         drop(op)

@@ -39,15 +39,13 @@ finds them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import tensor
-from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, TensorType, i64
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
-from xdsl.dialects.linalg import ops as linalg
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, Operation, Region
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 from xdsl.rewriter import InsertPoint
@@ -56,7 +54,7 @@ from tp_dialect.analysis.calls.summary import CallSummary, summarize
 from tp_dialect.analysis.schedule.crossings import ChipTransfer, transfers
 from tp_dialect.analysis.timing.cost import split_axis
 from tp_dialect.analysis.touch import collective
-from tp_dialect.attrs import chip_of, on_chip
+from tp_dialect.attrs import on_chip
 from tp_dialect.certificate import kept
 from tp_dialect.collectives import SEED
 from tp_dialect.grid import stated_chips
@@ -64,6 +62,7 @@ from tp_dialect.names import value_hint, value_name
 from tp_dialect.ops import AllReduceOp, SectionOp, TransferOp, YieldOp
 from tp_dialect.passes.preconditions import lowered_of, placed
 from tp_dialect.passes.rewrites import move_op, set_algorithm
+from tp_dialect.passes.scatter import cut_pieces, fold_blocks
 from tp_dialect.reject import TpReject
 
 
@@ -85,107 +84,23 @@ def split_statements(section: SectionOp, reduce: AllReduceOp) -> list[Operation]
         )
     label = section.label.data if section.label else value_name(reduce.result)
     axis, shape = cut.axis_index, list(result_t.get_shape())
-    out: list[Operation] = []
-    pieces: list[list[SSAValue]] = [[] for _ in range(n)]  # pieces[s][c]: slice s of p_c
-    for c, partial in enumerate(reduce.partials):
-        for s, (start, length) in enumerate(cut.ranges):
-            sizes = shape.copy()
-            sizes[axis] = length
-            offsets = [0] * len(shape)
-            offsets[axis] = start
-            cut_op = _extract(partial, offsets, sizes, c)
-            piece = _section(f"{label}.p{c}s{s}", [c], [cut_op])
-            piece.outs[0].name_hint = value_hint(f"{label}_p{c}s{s}")
-            out.append(piece)
-            pieces[s].append(piece.outs[0])
-    empties: list[SSAValue] = []
+    pieces_out, pieces = cut_pieces(label, list(reduce.partials), axis, cut.ranges)
+    empties: list[Operation] = []
     for s, (_, length) in enumerate(cut.ranges):
         sizes = shape.copy()
         sizes[axis] = length
         empty = tensor.EmptyOp([], on_chip(TensorType(result_t.element_type, sizes), None))
         empty.results[0].name_hint = value_hint(f"{label}_z{s}")
-        out.insert(s, empty)
-        empties.append(empty.results[0])
-    scatter = _ring_scatter if reduce.entry.steps else _twoshot_scatter
-    reduced = scatter(label, pieces, empties, out)
+        empties.append(empty)
+    into = [e.results[0] for e in empties]
+    folds, reduced = fold_blocks(label, pieces, into, None, reduce.entry.steps)
     # The all-gather's section yields the sum in place of the all-reduce, and everything else
     # ``section`` yielded: the all-reduce's fused epilogue, which `ExpandSplit` moves in.
     gather = tensor.ConcatOp(reduced, axis, result_t)
     yielded = [gather.result if v is reduce.result else v for v in section.yield_op.values]
     body = Block([gather, YieldOp(*yielded)])
-    out.append(SectionOp(section.chip_list, Region(body), [v.type for v in yielded], label))
-    return out
-
-
-def _twoshot_scatter(
-    label: str, pieces: list[list[SSAValue]], empties: list[SSAValue], out: list[Operation]
-) -> list[SSAValue]:
-    """Slice s of every partial folded on chip s, in chip order, one section a slice
-    (appended to ``out``); the reduced slices."""
-    reduced: list[SSAValue] = []
-    for s, (first, *rest) in enumerate(pieces):
-        fold = _adds(f"{label}.rs{s}", f"{label}_rs{s}", s, first, rest, empties[s])
-        out.append(fold)
-        reduced.append(fold.outs[0])
-    return reduced
-
-
-def _ring_scatter(
-    label: str, pieces: list[list[SSAValue]], empties: list[SSAValue], out: list[Operation]
-) -> list[SSAValue]:
-    """The ring's N-1 steps (appended to ``out``, step by step): at step t chip s+1+t adds
-    its slice s to the sum so far of slice s, which started on chip s+1; the reduced slices,
-    slice s's last add on chip s."""
-    n = len(pieces)
-    sums = [pieces[s][(s + 1) % n] for s in range(n)]
-    for t in range(1, n):
-        for s in range(n):
-            chip = (s + 1 + t) % n
-            last = t == n - 1  # the reduced slice, named as the two-shot's
-            step, name = (f"rs{s}", f"rs{s}") if last else (f"rs{s}.t{t}", f"rs{s}t{t}")
-            add = _adds(
-                f"{label}.{step}", f"{label}_{name}", chip, sums[s], [pieces[s][chip]], empties[s]
-            )
-            out.append(add)
-            sums[s] = add.outs[0]
-    return sums
-
-
-def _adds(
-    label: str, name: str, chip: int, first: SSAValue, rest: list[SSAValue], into: SSAValue
-) -> SectionOp:
-    """A section on ``chip`` adding ``rest`` to ``first`` in order (a left fold of adds, each
-    writing into the spine tensor ``into``), its sum bound as ``name``."""
-    adds: list[Operation] = []
-    acc = first
-    for piece in rest:
-        add = linalg.AddOp((acc, piece), (into,), (into.type,))
-        adds.append(add)
-        acc = add.results[0]
-    section = _section(label, [chip], adds)
-    section.outs[0].name_hint = value_hint(name)
-    return section
-
-
-def _extract(
-    source: SSAValue, offsets: Sequence[int], sizes: Sequence[int], chip: int
-) -> tensor.ExtractSliceOp:
-    t = source.type
-    assert isinstance(t, TensorType)
-    return tensor.ExtractSliceOp.build(
-        operands=[source, [], [], []],
-        result_types=[on_chip(TensorType(t.element_type, list(sizes)), chip_of(t))],
-        properties={
-            "static_offsets": DenseArrayBase.from_list(i64, list(offsets)),
-            "static_sizes": DenseArrayBase.from_list(i64, list(sizes)),
-            "static_strides": DenseArrayBase.from_list(i64, [1] * len(offsets)),
-        },
-    )
-
-
-def _section(label: str, chips: Sequence[int], ops: list[Operation]) -> SectionOp:
-    last = ops[-1].results[0]
-    return SectionOp(chips, Region(Block([*ops, YieldOp(last)])), [last.type], label)
+    last = SectionOp(section.chip_list, Region(body), [v.type for v in yielded], label)
+    return [*empties, *pieces_out, *folds, last]
 
 
 @dataclass

@@ -179,6 +179,24 @@ class SliceAttr(ParametrizedAttribute):
                 raise VerifyException(f"#tp.slice: ranges ({s0}, {n0}) and ({s1}, {n1}) overlap")
 
 
+def even_ranges(extent: int, n: int) -> list[tuple[int, int]]:
+    """``extent`` positions cut into ``n`` runs ``(start, len)`` in order, as even as the
+    extent allows (the first ``extent % n`` one longer): each chip's block of an axis."""
+    base, extra = divmod(extent, n)
+    out, start = [], 0
+    for s in range(n):
+        length = base + (1 if s < extra else 0)
+        out.append((start, length))
+        start += length
+    return out
+
+
+def blocks(axis: int, full: Sequence[int], n: int) -> list[SliceAttr]:
+    """The ``n`` chips' blocks of a ``full``-shaped tensor along ``axis`` (`even_ranges`),
+    one slice a chip in chip order: how a reduce-scatter or an all-gather cuts it."""
+    return [SliceAttr(axis, [r], full) for r in even_ranges(full[axis], n)]
+
+
 def chip_of(type_: Attribute) -> int | None:
     """The chip owning a value of this type, or None for the replicated spine."""
     if isinstance(type_, TensorType) and isinstance(type_.encoding, ChipAttr):

@@ -10,9 +10,10 @@ the ops' enum attributes (`AllReduceAlgorithmAttr`, `MaxLocAlgorithmAttr`), thei
 tp-choose-collectives' options and the cost model are all read from the registry.
 
 A split all-reduce is a reduce-scatter then an all-gather: `REDUCE_SCATTER` and `ALL_GATHER`
-hold the ways each moves its 1/N slices, and ``twoshot`` and ``ring`` are composed of them
-(`composed`). They are data movements of the registry only: no op yet stands for a
-reduce-scatter or an all-gather of its own.
+hold the ways each moves its slices, and ``twoshot`` and ``ring`` are composed of them
+(`composed`). Each is a collective of its own too: ``tp.reduce_scatter`` (chip c ends with
+its slice of the sum) and ``tp.all_gather`` (every chip ends with every chip's slice), whose
+``algorithm`` names an entry here (`ReduceScatterAlgorithmAttr`, `AllGatherAlgorithmAttr`).
 
 An algorithm is stored on its op as an xDSL enum attribute (as xDSL's ``shard`` dialect stores
 a reduction kind), printed as it always was: ``tp.allreduce %a, %b algorithm "ring" : …``; a
@@ -219,6 +220,8 @@ def stands_for(allreduce: str) -> str:
 # The enums are built from the registries, so an entry is all an algorithm needs.
 AllReduceAlgorithm = StrEnum("AllReduceAlgorithm", [(n.upper(), n) for n in ALLREDUCE])
 MaxLocAlgorithm = StrEnum("MaxLocAlgorithm", [(n.upper(), n) for n in MAXLOC])
+ReduceScatterAlgorithm = StrEnum("ReduceScatterAlgorithm", [(n.upper(), n) for n in REDUCE_SCATTER])
+AllGatherAlgorithm = StrEnum("AllGatherAlgorithm", [(n.upper(), n) for n in ALL_GATHER])
 
 
 class _AlgorithmName:
@@ -280,3 +283,31 @@ class MaxLocAlgorithmAttr(
     names = MAXLOC
     op_name = "tp.maxloc"
     kind = "maxloc"
+
+
+@irdl_attr_definition
+class ReduceScatterAlgorithmAttr(
+    _AlgorithmName,
+    EnumAttribute[ReduceScatterAlgorithm],
+    SpacedOpaqueSyntaxAttribute,  # type: ignore[valid-type]
+):
+    """How a ``tp.reduce_scatter`` moves its slices: a name in `REDUCE_SCATTER`, quoted."""
+
+    name = "tp.reduce_scatter_algorithm"
+    names = REDUCE_SCATTER
+    op_name = "tp.reduce_scatter"
+    kind = "reduce-scatter"
+
+
+@irdl_attr_definition
+class AllGatherAlgorithmAttr(
+    _AlgorithmName,
+    EnumAttribute[AllGatherAlgorithm],
+    SpacedOpaqueSyntaxAttribute,  # type: ignore[valid-type]
+):
+    """How a ``tp.all_gather`` moves its slices: a name in `ALL_GATHER`, quoted."""
+
+    name = "tp.all_gather_algorithm"
+    names = ALL_GATHER
+    op_name = "tp.all_gather"
+    kind = "all-gather"

@@ -3,8 +3,14 @@
 from xdsl.ir import Dialect
 
 from tp_dialect.attrs import ChipAttr, SliceAttr
-from tp_dialect.collectives import AllReduceAlgorithmAttr, MaxLocAlgorithmAttr
+from tp_dialect.collectives import (
+    AllGatherAlgorithmAttr,
+    AllReduceAlgorithmAttr,
+    MaxLocAlgorithmAttr,
+    ReduceScatterAlgorithmAttr,
+)
 from tp_dialect.ops import (
+    AllGatherOp,
     AllReduceOp,
     BarrierOp,
     MaxLocOp,
@@ -23,6 +29,7 @@ from tp_dialect.program_ops import (
     RelayRepeatOp,
     RunToOp,
 )
+from tp_dialect.scatter_ops import ReduceScatterOp
 from tp_dialect.xdsl_compat import accept_parenthesized_results
 
 accept_parenthesized_results()  # tp's argmax has two results: read back what is printed
@@ -34,6 +41,8 @@ TP = Dialect(
         UnshardOp,
         AllReduceOp,
         MaxLocOp,
+        ReduceScatterOp,
+        AllGatherOp,
         SectionOp,
         YieldOp,
         TransferOp,
@@ -46,5 +55,12 @@ TP = Dialect(
         RunToOp,
         CopyOp,
     ],
-    [ChipAttr, SliceAttr, AllReduceAlgorithmAttr, MaxLocAlgorithmAttr],
+    [
+        ChipAttr,
+        SliceAttr,
+        AllReduceAlgorithmAttr,
+        MaxLocAlgorithmAttr,
+        ReduceScatterAlgorithmAttr,
+        AllGatherAlgorithmAttr,
+    ],
 )

@@ -3,9 +3,11 @@
 Source level: ``tp.shard`` (a chip's slice of a full tensor: the host's loading map),
 ``tp.unshard`` (the chips' slices assembled into a full host output: the storing map),
 ``tp.allreduce`` (out = sum of one partial per chip), ``tp.maxloc`` (the largest value over
-the chips with its index: a vocab-parallel head's greedy token). Spatial: ``tp.section`` (one
-statement's work on its chips), ``tp.yield``, ``tp.transfer`` (a copy between chips) and
-``tp.barrier`` (closes a phase). Each verifier names the op, the value and the chip.
+the chips with its index: a vocab-parallel head's greedy token); ``tp.reduce_scatter`` and
+``tp.all_gather`` are in `tp_dialect.scatter_ops` (each chip's block of a sum; the blocks
+assembled). Spatial: ``tp.section`` (one statement's work on its chips), ``tp.yield``,
+``tp.transfer`` (a copy between chips) and ``tp.barrier`` (closes a phase).
+Each verifier names the op, the value and the chip.
 """
 
 from __future__ import annotations
@@ -53,24 +55,10 @@ from tp_dialect.collectives import (
     MaxLocEntry,
 )
 from tp_dialect.grid import require_chips
-
-
-def _shape(value: SSAValue) -> tuple[int, ...]:
-    assert isinstance(value.type, TensorType)
-    return tuple(value.type.get_shape())
-
-
-def _describe(value: SSAValue) -> str:
-    return f"%{value.name_hint}" if value.name_hint else "value"
-
-
-def _check_chip(op: IRDLOperation, chip: int, what: str) -> None:
-    n = require_chips(op)
-    if not 0 <= chip < n:
-        raise VerifyException(
-            f"'{op.name}' {what} is on chip {chip}, but the module has {n} "
-            f"chip{'s' if n != 1 else ''} (0..{n - 1})"
-        )
+from tp_dialect.op_checks import check_chip as _check_chip
+from tp_dialect.op_checks import describe as _describe
+from tp_dialect.op_checks import shape_of as _shape
+from tp_dialect.scatter_ops import AllGatherOp
 
 
 @irdl_op_definition
@@ -431,7 +419,7 @@ class MaxLocOp(IRDLOperation):
                     )
 
 
-Collective: TypeAlias = AllReduceOp | MaxLocOp
+Collective: TypeAlias = AllReduceOp | MaxLocOp | AllGatherOp
 """A collective over every chip — one operand group per chip, each on its chip, the result
 the spine (`chip_operands`, ``algorithm_name``, `lands_on_every_chip`) — and, as an
 ``isinstance`` class, the one place a new collective is listed."""

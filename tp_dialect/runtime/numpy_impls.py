@@ -4,7 +4,8 @@ Tensors are numpy arrays and scalars numpy scalars, so the same arith/math impls
 scalar statement and a ``linalg.generic`` body evaluated on whole arrays. tp's source ops
 mean what docs/design.md §2 says: ``tp.shard`` cuts a slice (or returns the one the host already
 placed on the chip), ``tp.unshard`` stores the chips' slices back, ``tp.allreduce`` is the
-left fold of its partials in chip order.
+left fold of its partials in chip order, ``tp.reduce_scatter`` each chip's block of that fold,
+``tp.all_gather`` its blocks concatenated.
 
 Two semantics for in-place updates. *Value* semantics (the default): ``tensor.insert_slice``
 returns an updated copy, so every SSA value keeps its contents forever and the order of
@@ -61,6 +62,7 @@ from tp_dialect.runtime.progress import tick
 from tp_dialect.runtime.scalar_ops import KERNEL_OPS, cached_kernel, kernel_for, result_dtype
 from tp_dialect.runtime.tensor_impls import TensorFunctions
 from tp_dialect.runtime.view_impls import ViewFunctions
+from tp_dialect.scatter_ops import AllGatherOp, ReduceScatterOp
 
 # Every structured linalg op xDSL defines (generic and the named ops), run by its maps and
 # body; linalg.reduce too, which xDSL does not make one.
@@ -221,6 +223,23 @@ class NumpyFunctions(ControlFunctions, TensorFunctions, ViewFunctions):
         if len(args) == 1:
             total = self._fresh(total)  # one partial: the sum is stored apart from it
         return (np.asarray(total, dtype=result_dtype(op)),)
+
+    @impl(ReduceScatterOp)
+    def run_reduce_scatter(self, interpreter: Interpreter, op: ReduceScatterOp, args: PythonValues):
+        total = args[0]
+        for partial in args[1:]:
+            total = total + partial  # the left fold, in chip order, as tp.allreduce
+        dtype = numpy_dtype(op.parts[0].type.element_type)  # type: ignore[attr-defined]
+        total = np.asarray(total, dtype=dtype)
+        # Each block stored apart: it lives on its own chip.
+        return tuple(
+            own_storage(slice_of(total, sl.axis_index, sl.ranges)) for sl in op.slices.data
+        )
+
+    @impl(AllGatherOp)
+    def run_all_gather(self, interpreter: Interpreter, op: AllGatherOp, args: PythonValues):
+        # The blocks are one run each, in chip order: the whole is their concatenation.
+        return (np.concatenate([np.asarray(a) for a in args], axis=op.axis),)
 
     @impl(MaxLocOp)
     def run_maxloc(self, interpreter: Interpreter, op: MaxLocOp, args: PythonValues):

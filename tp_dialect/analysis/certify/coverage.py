@@ -467,13 +467,9 @@ def check_coverage(
     the module docstring, in any call chain reaching it. ``index``: the module's
     `ModuleIndex`, when several all-reduces are checked."""
     index = index or ModuleIndex(at.get_toplevel_object())
-    contexts = call_chains(at, index)
-    if contexts is None:
-        raise TpReject.SLICES_GAP.at(
-            at,
-            f"the all-reduce is reached by more than {MAX_CONTEXTS} call chains: which "
-            "slices its partials sum cannot be proven",
-        )
+    contexts = chains_to_check(
+        at, index, "the all-reduce", "which slices its partials sum cannot be proven"
+    )
     tracer = index.tracer(at, solver)
     for calls in contexts:
         _check(partials, at, tracer, calls, index)
@@ -652,6 +648,17 @@ def _weight_key(weight: SSAValue, index: ModuleIndex) -> object:
         if _op_of(weight) is index.entry:
             return ("checkpoint", index.name(weight.index))
     return weight
+
+
+def chains_to_check(at: Operation, index: ModuleIndex, what: str, unproven: str) -> list[Calls]:
+    """`call_chains` of the collective ``at`` (``what``: "the all-reduce"); beyond
+    MAX_CONTEXTS, a ``slices-gap`` refusal saying what cannot be proven (``unproven``)."""
+    contexts = call_chains(at, index)
+    if contexts is None:
+        raise TpReject.SLICES_GAP.at(
+            at, f"{what} is reached by more than {MAX_CONTEXTS} call chains: {unproven}"
+        )
+    return contexts
 
 
 def call_chains(at: Operation, index: ModuleIndex) -> list[Calls] | None:

@@ -44,12 +44,11 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 
 from tp_dialect.analysis.certify.coverage import (
-    MAX_CONTEXTS,
     Calls,
     ModuleIndex,
     Tracer,
     Unproven,
-    call_chains,
+    chains_to_check,
 )
 from tp_dialect.analysis.certify.positions import UNKNOWN, Axis, Positions
 from tp_dialect.analysis.certify.provenance import Solver
@@ -82,13 +81,9 @@ def check_maxloc(op: MaxLocOp, solver: Solver, index: ModuleIndex | None = None)
     docstring, in any call chain reaching it, naming the chip and the reason. ``index``: the
     module's `ModuleIndex`, when several collectives are checked."""
     index = index or ModuleIndex(op.get_toplevel_object())
-    contexts = call_chains(op, index)
-    if contexts is None:
-        raise TpReject.SLICES_GAP.at(
-            op,
-            f"the maxloc is reached by more than {MAX_CONTEXTS} call chains: which runs its "
-            "pairs pick from cannot be proven",
-        )
+    contexts = chains_to_check(
+        op, index, "the maxloc", "which runs its pairs pick from cannot be proven"
+    )
     tracer = index.tracer(op, solver)
     for calls in contexts:
         picks: list[Pick] = []

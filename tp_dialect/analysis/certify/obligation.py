@@ -49,6 +49,7 @@ from xdsl.utils.exceptions import VerifyException
 from tp_dialect.analysis.calls.chip_runs import flat_copy, has_chip_calls
 from tp_dialect.analysis.calls.outlined import ChipWork
 from tp_dialect.analysis.calls.summary import Summaries
+from tp_dialect.analysis.certify.blocks import check_gather
 from tp_dialect.analysis.certify.coverage import ModuleIndex, check_coverage
 from tp_dialect.analysis.certify.maxloc import check_maxloc
 from tp_dialect.analysis.certify.provenance import Provenance, Solver, join
@@ -70,6 +71,7 @@ from tp_dialect.ops import (
 )
 from tp_dialect.program_ops import ChipProgramOp, FinishOp, LinkOp, RelayOp
 from tp_dialect.reject import TpReject
+from tp_dialect.scatter_ops import AllGatherOp, ReduceScatterOp
 from tp_dialect.ssa import check_dominance
 
 _SPINE_RULE = "chip data reaches the spine only through an all-reduce over every chip"
@@ -127,8 +129,10 @@ def check_obligation(module: ModuleOp) -> Provenance:
         for op in solver.root.walk(region_first=True):
             _check_op(prov, solver, op, entries, sums, calls)
     for op in module.walk():
-        if isinstance(op, AllReduceOp):
+        if isinstance(op, AllReduceOp | ReduceScatterOp):
             check_coverage(op.partials, op, prov.top, index)
+        elif isinstance(op, AllGatherOp):
+            check_gather(op, prov.top, index)
         elif isinstance(op, MaxLocOp):
             check_maxloc(op, prov.top, index)
         elif op in prov.fold_sums:
@@ -341,7 +345,10 @@ def _check_residency(
             values = list(op.values)
         _check_program_io(solver, op, program, values, f"{what} by chip {program.chip_index}")
         return
-    if isinstance(op, (Collective, UnshardOp, SectionOp, *_PASSING)) or op in prov.fold_of:
+    if (
+        isinstance(op, (Collective, ReduceScatterOp, UnshardOp, SectionOp, *_PASSING))
+        or op in prov.fold_of
+    ):
         return  # a collective (or a valid fold of adds) reads each partial where it lives
     where = _where(op)
     if where is None:

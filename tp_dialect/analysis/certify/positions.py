@@ -46,6 +46,7 @@ from xdsl.ir.affine import AffineDimExpr
 from tp_dialect.attrs import chip_of
 from tp_dialect.linalg_kinds import LoopView, index_loops, loop_view
 from tp_dialect.ops import Collective, ShardOp, UnshardOp
+from tp_dialect.scatter_ops import ReduceScatterOp
 
 
 class Mark(Enum):
@@ -272,6 +273,21 @@ def _rules(
         return (ANY,) * len(shape) if splat else whole(value)
     if isinstance(op, Collective | UnshardOp):
         return whole(value)  # a collective's result, a host output: whole on the spine
+    if isinstance(op, ReduceScatterOp):
+        # Chip c's block of the sum: the window its slice names of what the partials hold
+        # (as its spelled form, a fold of those windows, holds them).
+        sl = op.slices.data[op.parts.index(value)]  # type: ignore[arg-type]
+        ((start, length),) = sl.ranges
+        cut = sl.axis_index
+        held = [get(p) for p in op.partials]
+        windows = [
+            [
+                p.window(start, length) if a == cut and isinstance(p, Axis) else p
+                for a, p in enumerate(h)
+            ]
+            for h in held
+        ]
+        return tuple(correspond([w[a] for w in windows])[0] for a in range(len(shape)))
     if isinstance(op, ShardOp):
         return _shard(op, get(op.source))
     if isinstance(op, tensor.ExtractSliceOp):

@@ -60,6 +60,7 @@ from tp_dialect.op_guards import cast_meaning
 from tp_dialect.ops import Collective, SectionOp, UnshardOp
 from tp_dialect.program_ops import ChipProgramOp, LinkOp, RelayOp
 from tp_dialect.reject import TpReject
+from tp_dialect.scatter_ops import ReduceScatterOp
 
 
 @dataclass(frozen=True, slots=True)
@@ -393,6 +394,10 @@ class Solver:
             for res in op.results:  # a collective over every chip: the spine
                 self._set(res, ctx, out)
             return out
+        if isinstance(op, ReduceScatterOp):
+            for c, res in enumerate(op.parts):  # chip c's block of the sum: its own data
+                self._set(res, Placement(frozenset((c,))) | ctx, out)
+            return out
         if isinstance(op, UnshardOp):
             # Like an all-reduce's sum, the host's store of every chip's slice is sanctioned:
             # it holds no chip's data as the spine sees it, but it may only be returned.
@@ -591,7 +596,7 @@ class Provenance:
         """Whether the statement ``op`` runs on every chip (`statement_chips` lists them
         all): a collective, a fold's add, or spine work (nothing it binds lives on a chip).
         Answered without building that list."""
-        if isinstance(op, Collective) or op in self.fold_of:
+        if isinstance(op, Collective | ReduceScatterOp) or op in self.fold_of:
             return True
         if isinstance(op, UnshardOp):
             return False
@@ -603,7 +608,7 @@ class Provenance:
         parts' chips. Raises MIXED_CHIPS when what it binds lives on several chips. The
         list of every chip is built only for a statement that runs on every chip: N is what
         the input states, and a chip statement costs nothing per chip of the grid."""
-        if isinstance(op, Collective) or op in self.fold_of:
+        if isinstance(op, Collective | ReduceScatterOp) or op in self.fold_of:
             return list(range(self.n_chips))
         if isinstance(op, UnshardOp):
             return sorted({c for p in op.parts for c in self.home(p)})

@@ -29,7 +29,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from tp_dialect.analysis.timing.wires import exchange_time
 from tp_dialect.analysis.values import callee, walk_calls
-from tp_dialect.attrs import SliceAttr
+from tp_dialect.attrs import SliceAttr, even_ranges
 from tp_dialect.collectives import ALLREDUCE, MAXLOC
 from tp_dialect.dtypes import numpy_dtype
 from tp_dialect.linalg_kinds import contraction, domain_size, elements, is_contraction, nbytes
@@ -86,6 +86,7 @@ VIEWS = (
     UnshardOp,
     arith.ConstantOp,
     YieldOp,
+    tensor.CastOp,  # the same storage, retyped (a reduce-scatter's block, as its chip's)
 )
 
 
@@ -404,14 +405,4 @@ def split_axis(t: TensorType, n: int) -> SliceAttr | None:
     if not shape or max(shape) < n:
         return None
     axis = max(range(len(shape)), key=lambda a: (shape[a], a))
-    return SliceAttr(axis, _ranges(shape[axis], n), shape)
-
-
-def _ranges(extent: int, n: int) -> list[tuple[int, int]]:
-    base, extra = divmod(extent, n)
-    out, start = [], 0
-    for s in range(n):
-        length = base + (1 if s < extra else 0)
-        out.append((start, length))
-        start += length
-    return out
+    return SliceAttr(axis, even_ranges(shape[axis], n), shape)
