@@ -29,6 +29,7 @@ from tp_dialect.machine import MACHINES
 from tp_dialect.ops import AllReduceOp
 from tp_dialect.passes.universe import lowered as lower
 from tp_dialect.runtime.model import ModelReport, model
+from tp_dialect.scatter_ops import AllGatherOp
 from tp_dialect.tools.source import parse_module
 from tp_dialect.universe import tp_context
 
@@ -40,22 +41,28 @@ def _ms(seconds: float) -> str:
 
 
 def prefill(
-    chips: int, tokens: int, narrow: str = "", fuse: bool = True
+    chips: int, tokens: int, narrow: str = "", fuse: bool = True, sequence: bool = True
 ) -> tuple[ModelReport, str, float]:
     """The modelled prefill of ``tokens`` tokens of the whole qwen3-8b (`serving`'s program,
-    no LM head) on ``chips`` sn40l chips, dataflow mode, its statements fused as the sn40l
-    shim allows (``fuse``: tp-fuse, so a chip's attention keeps its scores on chip), ``auto``
-    all-reduces: its report, the schedule (fused or not, and the algorithms tp-relocate's
-    ``auto`` wrote on its all-reduces) and the seconds writing, lowering and modelling took."""
+    no LM head) on ``chips`` sn40l chips, dataflow mode: sequence parallelism where the model
+    says it pays (``sequence``: tp-sequence-parallel's ``auto``), its statements fused as the
+    sn40l shim allows (``fuse``: tp-fuse, so a chip's attention keeps its scores on chip),
+    ``auto`` all-reduces: its report, the schedule (what of these it took, and the algorithms
+    tp-relocate's ``auto`` wrote on its all-reduces) and the seconds writing, lowering and
+    modelling took."""
     t0 = time.perf_counter()
     module = serving.step_program("prefill", tokens, chips)
+    rows = "tp-sequence-parallel{machine=sn40l}," if sequence else ""
     fused = "tp-fuse{shim=sn40l}," if fuse else ""
-    relocated = lower(module, f"{narrow}{fused}tp-relocate{{allreduce={AUTO}}}")
+    relocated = lower(module, f"{narrow}{rows}{fused}tp-relocate{{allreduce={AUTO}}}")
     picked = {op.algorithm_name for op in relocated.walk() if isinstance(op, AllReduceOp)}
+    # A reduce-scatter is spelled out once placed; its region always ends in an all-gather.
+    split = any(isinstance(op, AllGatherOp) for op in relocated.walk())
     programs = lower(relocated, "tp-transfers,tp-link-points")
     report = model(programs, MACHINES["sn40l"], "dataflow")[0]
-    how = "dataflow, fused (sn40l)" if fuse else "dataflow"
-    schedule = f"{how}, {'+'.join(sorted(picked)) or 'no'} all-reduces"
+    how = ["dataflow"] + (["fused (sn40l)"] if fuse else [])
+    how += ["sequence-parallel"] if split else []
+    schedule = f"{', '.join(how)}, {'+'.join(sorted(picked)) or 'no'} all-reduces"
     return report, schedule, time.perf_counter() - t0
 
 

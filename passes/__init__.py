@@ -126,6 +126,12 @@ def _fold_allreduce() -> type[ModulePass]:
     return TpFoldAllreduce
 
 
+def _sequence_parallel() -> type[ModulePass]:
+    from tp_dialect.passes.sequence_parallel import TpSequenceParallel
+
+    return TpSequenceParallel
+
+
 def _legalize() -> type[ModulePass]:
     from tp_dialect.passes.legalize import TpLegalize
 
@@ -140,6 +146,7 @@ TP_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tp-raise-allreduce": _raise_allreduce,
     "tp-fold-allreduce": _fold_allreduce,
     "tp-narrow-wire": _narrow_wire,
+    "tp-sequence-parallel": _sequence_parallel,
     "tp-fuse": _fuse,
     "tp-legalize": _legalize,
     "tp-choose-collectives": _choose_collectives,

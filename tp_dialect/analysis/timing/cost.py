@@ -30,7 +30,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from tp_dialect.analysis.timing.wires import exchange_time
 from tp_dialect.analysis.values import callee, walk_calls
 from tp_dialect.attrs import SliceAttr, even_ranges
-from tp_dialect.collectives import ALLREDUCE, MAXLOC
+from tp_dialect.collectives import ALL_GATHER, ALLREDUCE, MAXLOC, REDUCE_SCATTER, Exchanges
 from tp_dialect.dtypes import numpy_dtype
 from tp_dialect.linalg_kinds import contraction, domain_size, elements, is_contraction, nbytes
 from tp_dialect.machine import Machine
@@ -297,6 +297,37 @@ def allreduce_time(algorithm: str, result_type: Attribute, n: int, machine: Mach
     itemsize = numpy_dtype(result_type.element_type).itemsize
     return lowered_link_time(algorithm, size, n, machine) + allreduce_compute_time(
         algorithm, elements(result_type), itemsize, n, machine
+    )
+
+
+def reduce_scatter_time(algorithm: str, t: Attribute, n: int, machine: Machine) -> float:
+    """Modelled time of one reduce-scatter of ``t``-shaped partials over ``n`` chips as
+    per-chip programs run it (a two-shot all-reduce's first half): its exchanges of 1/N
+    blocks, then on each chip N-1 adds of one block, each partial first cut into blocks."""
+    assert isinstance(t, TensorType)
+    if n <= 1:
+        return 0.0
+    size, count = nbytes(t), elements(t)
+    link = _blocks_time(REDUCE_SCATTER[algorithm].exchanges(n), size, n, machine)
+    moved = 2 * size + (n + 1) * size / n  # the cut (read, write), the adds' reads and write
+    return link + max((n - 1) * count / n / machine.peak_flops, moved / machine.hbm_bandwidth)
+
+
+def all_gather_time(algorithm: str, t: Attribute, n: int, machine: Machine) -> float:
+    """Modelled time of one all-gather of a whole ``t`` tensor over ``n`` chips: its
+    exchanges of 1/N blocks, then every chip joining the N blocks (a read and a write)."""
+    assert isinstance(t, TensorType)
+    if n <= 1:
+        return 0.0
+    size = nbytes(t)
+    link = _blocks_time(ALL_GATHER[algorithm].exchanges(n), size, n, machine)
+    return link + 2 * size / machine.hbm_bandwidth
+
+
+def _blocks_time(exchanges: Exchanges, size: float, n: int, machine: Machine) -> float:
+    return sum(
+        count * exchange_time([(a, b, size / k) for a, b, k in moves], n, machine)
+        for count, moves in exchanges
     )
 
 

@@ -1,0 +1,134 @@
+"""tp-sequence-parallel: a layer's residual adds and post-attention norm on each chip's block of
+the tokens, between a reduce-scatter and an all-gather.
+
+On a tiny Qwen3 prefill split over 2 and 4 chips (4 and 6 tokens: even and uneven blocks), the
+pass's program computes exactly the source's numbers — bitwise: every row is computed by the
+same ops on the same values — at every stage (placed, transfers, phases, per-chip programs
+with the relay), under value and storage semantics, certified at each; on two MPI ranks too.
+``mode=auto`` keeps a decode step's all-reduces (one token: the only row axis is the hidden
+one, where the norm ends the region) and takes a prefill's where the work outweighs the
+collectives' latency; a sectioned program is refused.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import tool
+from hf_models import config_for
+from ir_helpers import apply, parse
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
+
+from tp_dialect.certificate import status
+from tp_dialect.diagnostics import TpDiagnostic
+from tp_dialect.frontend.registry import Pretrained, entry_for
+from tp_dialect.frontend.split import split_text
+from tp_dialect.ops import AllReduceOp
+from tp_dialect.runtime.checkpoint import random_inputs, random_weights
+from tp_dialect.runtime.reference import run_program
+from tp_dialect.scatter_ops import AllGatherOp, ReduceScatterOp
+
+
+@functools.cache
+def step(chips: int, kind: str = "prefill", tokens: int = 4) -> str:
+    """A tiny Qwen3's whole-model ``kind`` step, split over ``chips`` by its HF plan."""
+    config = config_for("qwen3", num_hidden_layers=2)
+    entry = entry_for("qwen3")
+    pretrained = Pretrained(entry, entry.read(config), config)
+    text = pretrained.write(pretrained.step(kind, tokens, 1, 8, False))
+    return split_text(text, chips, entry.plan)
+
+
+def _layer(module: ModuleOp) -> FuncOp:
+    return next(f for f in module.walk() if isinstance(f, FuncOp) and f.sym_name.data == "layer")
+
+
+def _ops(module: ModuleOp, kind: type) -> list:
+    return [op for op in _layer(module).walk() if isinstance(op, kind)]
+
+
+@pytest.mark.parametrize(("chips", "tokens"), [(2, 4), (4, 6)])
+@pytest.mark.parametrize("storage", [False, True], ids=["values", "storage"])
+def test_every_stage_keeps_the_numbers_bitwise(chips: int, tokens: int, storage: bool) -> None:
+    source = parse(step(chips, tokens=tokens))
+    values = {**random_weights(source, 3), **random_inputs(source, 4, position=0)}
+    want = run_program(source, values)
+    module = source.clone()
+    apply(module, "tp-verify,tp-sequence-parallel{mode=on}")
+    assert status(module) == "valid"
+    linked = None
+    for stage in ("", "tp-relocate", "tp-transfers", "tp-phase"):
+        if stage:
+            apply(module, stage)
+        if stage == "tp-transfers":
+            linked = module.clone()
+            apply(linked, "tp-link-points,tp-relay")
+        for m in (module, linked) if stage == "tp-transfers" else (module,):
+            assert m is not None and status(m) == "valid", stage
+            got = run_program(m, values, storage=storage)
+            for name in want:
+                np.testing.assert_array_equal(got[name], want[name], err_msg=f"{stage}: {name}")
+
+
+def test_the_layer_has_two_reduce_scatters_and_gathers_the_norm_and_the_output() -> None:
+    """Per layer: the attention's and the MLP's all-reduces become reduce-scatters along the
+    tokens; the post-attention norm (read whole by the gate and up projections) and the
+    layer's output (returned) are gathered; the residual adds and the norm run per chip."""
+    module = parse(step(2))
+    apply(module, "tp-sequence-parallel{mode=on}")
+    assert not _ops(module, AllReduceOp)
+    scatters, gathers = _ops(module, ReduceScatterOp), _ops(module, AllGatherOp)
+    assert len(scatters) == 2 and {s.axis for s in scatters} == {1}  # [batch, tokens, hidden]
+    assert sorted(g.result.name_hint for g in gathers) == ["l_out", "l_post_norm"]
+    hints = {r.name_hint for op in _layer(module).walk() for r in op.results}
+    for c in range(2):
+        assert {f"l_attn_res_b{c}", f"l_post_norm_ss_b{c}", f"l_out_b{c}"} <= hints
+
+
+def test_a_decode_step_keeps_its_all_reduces_under_auto(capsys: pytest.CaptureFixture) -> None:
+    module = parse(step(2, "decode", 1))
+    apply(module, "tp-sequence-parallel{report=true}")
+    assert len(_ops(module, AllReduceOp)) == 2 and not _ops(module, ReduceScatterOp)
+    assert "-> kept" in capsys.readouterr().err
+
+
+def test_auto_takes_a_prefill_when_its_rows_outweigh_the_latency(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """On 4 chips of a machine with free links and slow memory the rows' work decides:
+    sequence parallelism; on sn40l the tiny layer's collectives' latencies decide: kept."""
+    slow = tmp_path / "slow.json"
+    slow.write_text(json.dumps({"link_latency": 0.0, "hbm_bandwidth": 1e6}))
+    kept, taken = parse(step(4, tokens=8)), parse(step(4, tokens=8))
+    apply(kept, "tp-sequence-parallel{report=true}")
+    apply(taken, f'tp-sequence-parallel{{machine="{slow}" report=true}}')
+    said = capsys.readouterr().err
+    assert "-> kept" in said and "-> sequence-parallel" in said
+    assert _ops(kept, AllReduceOp) and not _ops(taken, AllReduceOp)
+
+
+def test_a_sectioned_program_is_refused() -> None:
+    module = parse(step(2))
+    apply(module, "tp-relocate")
+    with pytest.raises(TpDiagnostic, match="runs on statements: run it before tp-relocate"):
+        apply(module, "tp-sequence-parallel")
+
+
+def test_per_chip_programs_run_on_two_mpi_ranks(tmp_path: Path) -> None:
+    source = parse(step(2))
+    values = {**random_weights(source, 3), **random_inputs(source, 4, position=0)}
+    want = run_program(source, values)
+    module = source.clone()
+    apply(module, "tp-sequence-parallel{mode=on},tp-relocate,tp-transfers,tp-link-points,tp-relay")
+    (path := tmp_path / "sp.mlir").write_text(str(module))
+    np.savez(inputs := tmp_path / "in.npz", **values)
+    run = tool("tp-run", path, "--mpi", 2, "--inputs", inputs, "--outputs", tmp_path / "o.npz")
+    assert run.returncode == 0, run.stderr
+    got = np.load(tmp_path / "o.npz")
+    for name in want:
+        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
