@@ -4,13 +4,14 @@ sn40l chips: the seed's fold and a ring all-reduce in phase mode, ``auto`` all-r
 the physical bound; the ratio to it, the speedup over one chip, the modelling time per layer,
 and where the dataflow step's time goes (its critical path). Then the prefill of a prompt of
 S tokens (the whole model's ``@prefill`` step, 36 layers, as `benchmarks.serving` writes
-it; no LM head) in dataflow mode, fused as the sn40l shim allows (tp-fuse), with ``auto``
+it; no LM head) in dataflow mode, sequence-parallel where the model says it pays
+(tp-sequence-parallel's ``auto``), fused as the sn40l shim allows (tp-fuse), with ``auto``
 all-reduces: its modelled time to first token against its compute bound.
 ``--dry-run`` semantics: shapes only. Each program is generated and parsed once per chip
 count and lowered in this process.
 
 ``python -m benchmarks.model_qwen3 36 [--json FILE] [--prefill-tokens 2048] [--chips 1,2,4,8]
-[--wire bf16]`` (``--wire``: tp-narrow-wire first, all-reduces in bf16);
+[--wire bf16]`` (``--wire``: tp-narrow-wire before tp-relocate, collectives in bf16);
 ``--json``
 writes ``{"prefill": {N: {"ttft_s", "compute_bound_s", "schedule"}}, "decode": {N:
 {"step_s", "bound_s"}}}``.
@@ -52,9 +53,11 @@ def prefill(
     modelling took."""
     t0 = time.perf_counter()
     module = serving.step_program("prefill", tokens, chips)
+    # Sequence parallelism first: tp-narrow-wire then narrows its reduce-scatters and
+    # all-gathers as it narrows all-reduces.
     rows = "tp-sequence-parallel{machine=sn40l}," if sequence else ""
     fused = "tp-fuse{shim=sn40l}," if fuse else ""
-    relocated = lower(module, f"{narrow}{rows}{fused}tp-relocate{{allreduce={AUTO}}}")
+    relocated = lower(module, f"{rows}{narrow}{fused}tp-relocate{{allreduce={AUTO}}}")
     picked = {op.algorithm_name for op in relocated.walk() if isinstance(op, AllReduceOp)}
     # A reduce-scatter is spelled out once placed; its region always ends in an all-gather.
     split = any(isinstance(op, AllGatherOp) for op in relocated.walk())

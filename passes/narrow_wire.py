@@ -1,5 +1,5 @@
-"""tp-narrow-wire{wire=bf16 shim=sn40l}: all-reduces carry bf16 where what reads the sum reads bf16
-anyway.
+"""tp-narrow-wire{wire=bf16 shim=sn40l}: collectives carry bf16 where what reads their result
+reads bf16 anyway.
 
 Invariant: a statement-level ``tp.allreduce`` over f32 partials of two or more chips, every reader
 of whose sum (through reshapes and concatenations, which only move it) reads it in bf16 or
@@ -13,6 +13,11 @@ stored by the host or read by an op the shim reads whole stays as written (``rep
 prints each choice and why). The pass moves no work between chips: a precision change hands on
 the same reals, so the certificate's claim (over reals, as f32 sums in any order) still holds
 and a valid certificate stays valid.
+
+A ``tp.reduce_scatter`` every reader of whose blocks reads bf16 is narrowed alike (its partials
+rounded, its adds in bf16, each block widened), and a ``tp.all_gather`` every reader of whose
+result does (each block rounded on its chip, the whole widened): after tp-sequence-parallel,
+what crosses the links is still bf16.
 
 Off by default: a pipeline opts in, e.g. ``tp-narrow-wire,tp-relocate,tp-transfers,…``. An
 outlined program's all-reduces are narrowed in every function (a callee's once, for every call).
@@ -39,6 +44,7 @@ from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.names import value_hint, value_name
 from tp_dialect.ops import AllReduceOp
 from tp_dialect.passes.options import ShimName, base_shim
+from tp_dialect.scatter_ops import AllGatherOp, ReduceScatterOp
 from tp_dialect.shims import OpClass, Shim, classify
 
 # What a consumer reading its operand in one of these formats also accepts off the wire:
@@ -47,18 +53,35 @@ _READS_BF16 = ("bf16", "int8")
 _MOVES = (OpClass.RESHAPE, OpClass.CONCAT)
 
 
-def refusal(reduce: AllReduceOp, shim: Shim) -> str | None:
-    """Why ``reduce`` keeps its width (one chip, a sum not f32, a reader the shim reads wider
+Wire = AllReduceOp | ReduceScatterOp | AllGatherOp
+"""A collective that carries tensors between chips: what may carry bf16."""
+
+
+def _sent(op: Wire) -> list[SSAValue]:
+    """What each chip sends: the partials, or the blocks."""
+    return list(op.parts if isinstance(op, AllGatherOp) else op.partials)
+
+
+def _made(op: Wire) -> list[SSAValue]:
+    """What the collective makes, whose readers decide: the sum, the blocks, the whole."""
+    return list(op.parts) if isinstance(op, ReduceScatterOp) else [op.result]
+
+
+def refusal(op: Wire, shim: Shim) -> str | None:
+    """Why ``op`` keeps its width (one chip, tensors not f32, a reader the shim reads wider
     than bf16), or None: it may carry bf16."""
-    t = reduce.result.type
-    if len(reduce.partials) < 2:
+    if len(_sent(op)) < 2:
         return "one chip: nothing crosses a link"
-    if not isinstance(t, TensorType) or not isinstance(t.element_type, Float32Type):
-        return f"its sum is {getattr(t, 'element_type', t)}, not f32"
-    for use in _readers(reduce.result):
-        read = shim.activation(use.operation, use.index)
-        if read is None or read.dtype not in _READS_BF16:
-            return f"'{use.operation.name}' reads the sum as its values ({shim.name()})"
+    what = {AllReduceOp: "sum", ReduceScatterOp: "block", AllGatherOp: "gathered tensor"}
+    noun = what[type(op)]
+    for made in _made(op):
+        t = made.type
+        if not isinstance(t, TensorType) or not isinstance(t.element_type, Float32Type):
+            return f"its {noun} is {getattr(t, 'element_type', t)}, not f32"
+        for use in _readers(made):
+            read = shim.activation(use.operation, use.index)
+            if read is None or read.dtype not in _READS_BF16:
+                return f"'{use.operation.name}' reads the {noun} as its values ({shim.name()})"
     return None
 
 
@@ -85,38 +108,48 @@ def _narrow(t: TensorType) -> TensorType:
 
 
 @dataclass
-class NarrowAllReduce(RewritePattern):
-    """At a statement-level all-reduce every reader of which reads bf16: round each partial
-    on its chip, sum in bf16, widen the sum."""
+class NarrowWire(RewritePattern):
+    """At a statement-level collective every reader of whose result reads bf16: round what
+    each chip sends on its chip, form the result in bf16 (an all-reduce's or reduce-scatter's
+    adds rounded to bf16), widen what it makes."""
 
     shim: Shim
     report: list[str] = field(default_factory=list)
     narrowed: int = 0
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if not isinstance(op, AllReduceOp) or not isinstance(op.parent_op(), FuncOp):
+        if not isinstance(op, Wire) or not isinstance(op.parent_op(), FuncOp):
             return
-        name = value_name(op.result)
+        name = value_name(_made(op)[0])
         reason = refusal(op, self.shim)
         if reason is not None:
             self.report.append(f"%{name}: kept, {reason}")
             return
         narrowed = []
-        for partial in op.partials:
-            assert isinstance(partial.type, TensorType)
-            cast = arith.TruncFOp(partial, _narrow(partial.type))
-            cast.result.name_hint = value_hint(f"{value_name(partial)}_bf16")
+        for value in _sent(op):
+            assert isinstance(value.type, TensorType)
+            cast = arith.TruncFOp(value, _narrow(value.type))
+            cast.result.name_hint = value_hint(f"{value_name(value)}_bf16")
             rewriter.insert(cast, InsertPoint.before(op))
             narrowed.append(cast.result)
-        wide = op.result.type
-        assert isinstance(wide, TensorType)
         algorithm = None if op.algorithm is None else op.algorithm_name
-        reduce = AllReduceOp(narrowed, _narrow(wide), algorithm)
-        reduce.result.name_hint = value_hint(f"{name}_bf16")
-        rewriter.insert(reduce, InsertPoint.before(op))
-        widen = arith.ExtFOp(reduce.result, wide)
-        widen.result.name_hint = op.result.name_hint
-        rewriter.replace(op, widen)
+        if isinstance(op, AllReduceOp):
+            wide = op.result.type
+            assert isinstance(wide, TensorType)
+            new: Wire = AllReduceOp(narrowed, _narrow(wide), algorithm)
+        elif isinstance(op, ReduceScatterOp):
+            new = ReduceScatterOp(narrowed, op.slices.data, algorithm)
+        else:
+            new = AllGatherOp(narrowed, op.slices.data, algorithm)
+        rewriter.insert(new, InsertPoint.before(op))
+        widened: list[SSAValue] = []
+        for old, made in zip(_made(op), _made(new), strict=True):
+            made.name_hint = value_hint(f"{value_name(old)}_bf16")
+            widen = arith.ExtFOp(made, old.type)
+            widen.result.name_hint = old.name_hint
+            rewriter.insert(widen, InsertPoint.before(op))
+            widened.append(widen.result)
+        rewriter.replace(op, [], widened)
         self.report.append(f"%{name}: bf16 on the wire")
         self.narrowed += 1
 
@@ -135,7 +168,7 @@ class TpNarrowWire(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.wire not in WIRES:  # built from Python, the option skipped the parser's check
             raise TpDiagnostic(None, f"{self.name}: no wire format '{self.wire}' (known: bf16)")
-        pattern = NarrowAllReduce(base_shim(self.name, self.shim))
+        pattern = NarrowWire(base_shim(self.name, self.shim))
         with kept(op):  # the same sums over the same chips, rounded: the claim holds
             PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(op)
             if pattern.narrowed:  # what tp-run --check measures the program against
