@@ -802,9 +802,26 @@ builtin.module attributes {{tp.chips = 3 : i64}} {{
     )
 
 
+def scatter_gather_case() -> Case:
+    """``tp.reduce_scatter`` and ``tp.all_gather`` over three chips, blocks of 3, 2 and 2 of
+    7 rows: a row-parallel product's partials reduce-scattered, each chip's block plus its
+    rows of a residual, gathered: numpy's ``x @ w + res``."""
+    from test_scatter_gather import program  # the program those ops' own tests run
+
+    x, w, res = rand(7, 9), rand(9, 5), rand(7, 5)
+    return Case(
+        "tp.reduce_scatter, tp.all_gather",
+        program(3, 7),
+        {"x": x, "w": w, "res": res},
+        [x @ w + res],
+        rtol=1e-5,
+    )
+
+
 def op_cases() -> list[Case]:
     """Every case of this module."""
     return [
+        scatter_gather_case(),
         maxloc_case(),
         maxloc_kernel_case(),
         *tensor_cases(),
