@@ -11,7 +11,8 @@ all-reduces: its modelled time to first token against its compute bound.
 count and lowered in this process.
 
 ``python -m benchmarks.model_qwen3 36 [--json FILE] [--prefill-tokens 2048] [--chips 1,2,4,8]
-[--wire bf16]`` (``--wire``: tp-narrow-wire before tp-relocate, collectives in bf16);
+[--wire bf16|int8]`` (``--wire``: tp-narrow-wire before tp-relocate, collectives in bf16;
+int8: the all-gathers sn40l-int8's matmuls read in int8, the rest in bf16);
 ``--json``
 writes ``{"prefill": {N: {"ttft_s", "compute_bound_s", "schedule"}}, "decode": {N:
 {"step_s", "bound_s"}}}``.
@@ -77,7 +78,9 @@ def main(
     wire: str | None = None,
 ) -> None:
     # tp-narrow-wire first where asked: all-reduces carry bf16 (their readers read bf16)
-    narrow = f"tp-narrow-wire{{wire={wire}}}," if wire else ""
+    # int8 is what sn40l-int8's matmuls read: its shim says where (bf16 elsewhere).
+    shim = " shim=sn40l-int8" if wire == "int8" else ""
+    narrow = f"tp-narrow-wire{{wire={wire}{shim}}}," if wire else ""
     ctx = tp_context()
     figures: dict[str, dict[str, dict[str, object]]] = {"prefill": {}, "decode": {}}
     machine = MACHINES["sn40l"]
@@ -193,7 +196,9 @@ def cli(argv: Sequence[str] | None = None) -> None:
     )
     p.add_argument("--chips", default="1,2,4,8", help="the chip counts N, comma-separated")
     p.add_argument(
-        "--wire", choices=["bf16"], help="all-reduces carry this format (tp-narrow-wire)"
+        "--wire",
+        choices=["bf16", "int8"],
+        help="collectives carry this format where their readers read it (tp-narrow-wire)",
     )
     args = p.parse_args(argv)
     chips = tuple(int(n) for n in args.chips.split(","))

@@ -38,12 +38,14 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 from xdsl.rewriter import InsertPoint
 
-from tp_dialect.certificate import kept
+from tp_dialect.certificate import drop, kept, status
 from tp_dialect.collectives import WIRE_ATTR, WIRES
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.names import value_hint, value_name
 from tp_dialect.ops import AllReduceOp
 from tp_dialect.passes.options import ShimName, base_shim
+from tp_dialect.passes.quantize import int8_gather
+from tp_dialect.passes.verify import certify_if_sound
 from tp_dialect.scatter_ops import AllGatherOp, ReduceScatterOp
 from tp_dialect.shims import OpClass, Shim, classify
 
@@ -85,6 +87,15 @@ def refusal(op: Wire, shim: Shim) -> str | None:
     return None
 
 
+def _reads_int8(value: SSAValue, shim: Shim) -> bool:
+    """Whether every reader of ``value`` reads it as int8 (the shim's word)."""
+    for use in _readers(value):
+        read = shim.activation(use.operation, use.index)
+        if read is None or read.dtype != "int8":
+            return False
+    return True
+
+
 def _readers(value: SSAValue) -> list[Use]:
     """The uses that compute with ``value``: its uses, with an op that only moves it (a
     reshape, a concatenation) followed to what reads its result (such an op reads bf16 as
@@ -114,8 +125,11 @@ class NarrowWire(RewritePattern):
     adds rounded to bf16), widen what it makes."""
 
     shim: Shim
+    int8: bool = False
+    """Whether an all-gather every reader of which reads int8 carries int8 (`quantize`)."""
     report: list[str] = field(default_factory=list)
     narrowed: int = 0
+    quantized: int = 0
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not isinstance(op, Wire) or not isinstance(op.parent_op(), FuncOp):
@@ -124,6 +138,13 @@ class NarrowWire(RewritePattern):
         reason = refusal(op, self.shim)
         if reason is not None:
             self.report.append(f"%{name}: kept, {reason}")
+            return
+        if self.int8 and isinstance(op, AllGatherOp) and _reads_int8(op.result, self.shim):
+            ops, whole = int8_gather(op)
+            rewriter.insert(ops, InsertPoint.before(op))
+            rewriter.replace(op, [], [whole])
+            self.report.append(f"%{name}: int8 on the wire (a scale per block)")
+            self.quantized += 1
             return
         narrowed = []
         for value in _sent(op):
@@ -161,18 +182,25 @@ class TpNarrowWire(ModulePass):
 
     name = "tp-narrow-wire"
 
-    wire: Literal["bf16"] = "bf16"
+    wire: Literal["bf16", "int8"] = "bf16"
     shim: ShimName = "sn40l"
     report: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.wire not in WIRES:  # built from Python, the option skipped the parser's check
-            raise TpDiagnostic(None, f"{self.name}: no wire format '{self.wire}' (known: bf16)")
-        pattern = NarrowWire(base_shim(self.name, self.shim))
+        if self.wire not in (*WIRES, "int8"):  # built from Python: the parser did not check
+            raise TpDiagnostic(
+                None, f"{self.name}: no wire format '{self.wire}' (known: bf16, int8)"
+            )
+        pattern = NarrowWire(base_shim(self.name, self.shim), int8=self.wire == "int8")
+        certified = status(op) == "valid"
         with kept(op):  # the same sums over the same chips, rounded: the claim holds
             PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(op)
-            if pattern.narrowed:  # what tp-run --check measures the program against
-                op.attributes[WIRE_ATTR] = StringAttr(self.wire)
+            if pattern.narrowed or pattern.quantized:  # what tp-run --check allows for
+                op.attributes[WIRE_ATTR] = StringAttr("int8" if pattern.quantized else "bf16")
+        if pattern.quantized:  # new ops on the chips' blocks: checked again, not carried over
+            drop(op)
+            if certified:
+                certify_if_sound(op)
         if self.report:
             for line in pattern.report:
                 print(f"{self.name}: {line}", file=sys.stderr)

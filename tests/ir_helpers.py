@@ -51,3 +51,25 @@ def touch_of(name: str, chips: set[int], reads=(), writes=(), copies=()) -> Sect
         frozenset(writes),
         frozenset(copies),
     )
+
+
+LOWERINGS = ("tp-relocate", "tp-transfers", "tp-link-points,tp-relay")
+"""The stages a statement-level program is lowered through, in order."""
+
+
+def assert_kept_through_lowering(
+    module: ModuleOp, values: dict[str, Any], expected: dict[str, Any]
+) -> None:
+    """Lower ``module`` stage by stage (`LOWERINGS`): certified at each, its outputs under
+    storage semantics bit for bit ``expected``."""
+    import numpy as np
+
+    from tp_dialect.certificate import status
+    from tp_dialect.runtime.reference import run_program
+
+    for stage in LOWERINGS:
+        apply(module, stage)
+        assert status(module) == "valid", stage
+        got = run_program(module, values, storage=True)
+        for name in expected:
+            np.testing.assert_array_equal(got[name], expected[name], err_msg=f"{stage}: {name}")

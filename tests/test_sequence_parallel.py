@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from helpers import tool
 from hf_models import config_for
-from ir_helpers import apply, parse
+from ir_helpers import apply, assert_kept_through_lowering, parse
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 
@@ -156,9 +156,4 @@ def test_narrowing_after_it_carries_the_reduce_scatters_and_the_norm_in_bf16() -
     narrow = run_program(module, values)
     for name in want:
         np.testing.assert_allclose(narrow[name], want[name], rtol=2e-2, atol=2e-2, err_msg=name)
-    for stage in ("tp-relocate", "tp-transfers", "tp-link-points,tp-relay"):
-        apply(module, stage)
-        assert status(module) == "valid", stage
-        got = run_program(module, values, storage=True)
-        for name in want:
-            np.testing.assert_array_equal(got[name], narrow[name], err_msg=f"{stage}: {name}")
+    assert_kept_through_lowering(module, values, narrow)
