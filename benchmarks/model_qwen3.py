@@ -25,6 +25,8 @@ import json
 import time
 from collections.abc import Sequence
 
+from xdsl.dialects import tensor
+
 from benchmarks import serving
 from tp_dialect.frontend.qwen3 import Qwen3Config, generate
 from tp_dialect.machine import MACHINES
@@ -54,18 +56,29 @@ def prefill(
     modelling took."""
     t0 = time.perf_counter()
     module = serving.step_program("prefill", tokens, chips)
-    # Sequence parallelism first: tp-narrow-wire then narrows its reduce-scatters and
-    # all-gathers as it narrows all-reduces.
-    rows = "tp-sequence-parallel{machine=sn40l}," if sequence else ""
+    # Sequence parallelism first (its tiles by cost): tp-narrow-wire then narrows its
+    # reduce-scatters and all-gathers as it narrows all-reduces.
+    if sequence:
+        module = lower(module, "tp-sequence-parallel{machine=sn40l}")
+    gathers = [op for op in module.walk() if isinstance(op, AllGatherOp)]
+    # Its tiles: how many all-gathered tiles a value is joined from.
+    tiles = max(
+        (
+            len(op.inputs)
+            for op in module.walk()
+            if isinstance(op, tensor.ConcatOp)
+            and all(isinstance(v.owner, AllGatherOp) for v in op.inputs)
+        ),
+        default=1,
+    )
     fused = "tp-fuse{shim=sn40l}," if fuse else ""
-    relocated = lower(module, f"{rows}{narrow}{fused}tp-relocate{{allreduce={AUTO}}}")
+    relocated = lower(module, f"{narrow}{fused}tp-relocate{{allreduce={AUTO}}}")
     picked = {op.algorithm_name for op in relocated.walk() if isinstance(op, AllReduceOp)}
-    # A reduce-scatter is spelled out once placed; its region always ends in an all-gather.
-    split = any(isinstance(op, AllGatherOp) for op in relocated.walk())
     programs = lower(relocated, "tp-transfers,tp-link-points")
     report = model(programs, MACHINES["sn40l"], "dataflow")[0]
     how = ["dataflow"] + (["fused (sn40l)"] if fuse else [])
-    how += ["sequence-parallel"] if split else []
+    if gathers:
+        how += [f"sequence-parallel in {tiles} tiles" if tiles > 1 else "sequence-parallel"]
     schedule = f"{', '.join(how)}, {'+'.join(sorted(picked)) or 'no'} all-reduces"
     return report, schedule, time.perf_counter() - t0
 

@@ -166,7 +166,18 @@ class SpellReduceScatter(RewritePattern):
             e.results[0].name_hint = value_hint(f"{label}_z{s}")
         into = [e.results[0] for e in empties]
         folds, reduced = fold_blocks(label, pieces, into, blocks, ring)
-        rewriter.insert([*empties, *cuts, *folds], InsertPoint.before(op))
+        rewriter.insert(empties, InsertPoint.before(op))
+        # Each chip cuts its partial as soon as it is made, so its blocks can leave then
+        # (while the chip computes on: a tiled contraction's next tile).
+        n = len(partials)
+        for c, partial in enumerate(partials):
+            made = partial.owner
+            mine = cuts[c * n : (c + 1) * n]
+            if isinstance(made, SectionOp) and made.parent_block() is op.parent_block():
+                rewriter.insert(mine, InsertPoint.after(made))
+            else:
+                rewriter.insert(mine, InsertPoint.before(op))
+        rewriter.insert(folds, InsertPoint.before(op))
         for new, old in zip(reduced, op.outs, strict=True):
             new.name_hint = old.name_hint
         rewriter.replace(op, [], reduced)

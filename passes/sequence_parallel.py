@@ -1,6 +1,6 @@
-"""tp-sequence-parallel{mode=auto|on machine=sn40l report=false}: the work after an all-reduce
-that goes row by row runs on each chip's block of the rows (Megatron-LM's sequence
-parallelism).
+"""tp-sequence-parallel{mode=auto|on tiles=0 machine=sn40l report=false}: the work after an
+all-reduce that goes row by row runs on each chip's block of the rows (Megatron-LM's sequence
+parallelism), and the partials' exchange hides under their contraction, tile by tile.
 
 Invariant: an all-reduce whose sum feeds spine work that treats one axis row by row (the
 residual add, an RMSNorm's sum of squares and scaling: elementwise ops and ``linalg.generic``s
@@ -21,162 +21,95 @@ every all-reduce with a region; ``mode=auto`` (the default) takes a function's r
 when the model (`tp_dialect.analysis.timing.cost`, on ``machine=``) says they pay: the rows'
 work on 1/N of the rows, a reduce-scatter and an all-gather per value read whole, against the
 all-reduces (each its cheapest algorithm) and the work on every row, every chip.
-``report=true`` prints both estimates per function. Runs on statements, before tp-relocate.
+``report=true`` prints both estimates per function. ``tiles=K`` cuts the rows into K tiles
+(`row_pieces`): each partial made and reduce-scattered tile by tile, so that a tile's exchange
+crosses the links while the chip computes the next; ``tiles=0`` (the default) chooses K by a
+pipeline estimate (`tiles_for`). A certified program the rewrite would leave uncertified is
+put back as it was, with a line saying why. Runs on statements, before tp-relocate; a
+function of several blocks is refused where it branches.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from xdsl.context import Context
-from xdsl.dialects import tensor
-from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, TensorType, i64
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.dialects.linalg import ops as linalg
-from xdsl.ir import Operation, SSAValue, Use
-from xdsl.ir.affine import AffineDimExpr
+from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
 
+from tp_dialect.analysis.certify.obligation import check_obligation
+from tp_dialect.analysis.rows import Rows, plan
 from tp_dialect.analysis.timing.cost import (
+    Cost,
     all_gather_time,
     allreduce_time,
     best_allreduce,
+    nbytes,
     op_cost,
     reduce_scatter_time,
 )
-from tp_dialect.attrs import blocks, chip_of, on_chip
 from tp_dialect.certificate import drop, status
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.grid import stated_chips
 from tp_dialect.machine import Machine, MachineError, machine_from
-from tp_dialect.names import value_hint, value_name
-from tp_dialect.ops import AllReduceOp, SectionOp
+from tp_dialect.names import value_name
+from tp_dialect.ops import SectionOp
+from tp_dialect.passes.preconditions import every_function
+from tp_dialect.passes.row_pieces import RowRewrite, tileable
 from tp_dialect.passes.verify import certify_if_sound
 from tp_dialect.program_ops import ChipProgramOp
-from tp_dialect.scatter_ops import DIRECT, AllGatherOp, ReduceScatterOp
+from tp_dialect.scatter_ops import DIRECT
+
+TILES = (1, 2, 4, 8)
+"""The tile counts ``tiles=0`` (chosen by cost) weighs."""
 
 
-@dataclass
-class Rows:
-    """One function's sequence-parallel region: the all-reduces it starts from, the ops it
-    runs per chip (in program order), and the row axis of every value in it."""
-
-    seeds: list[AllReduceOp] = field(default_factory=list[AllReduceOp])
-    ops: list[Operation] = field(default_factory=list[Operation])
-    axis: dict[SSAValue, int] = field(default_factory=dict[SSAValue, int])
-    loop: dict[Operation, int] = field(default_factory=dict[Operation, int])
-    """A generic's row loop (its operands' row axes are where their maps name it)."""
-
-    def exits(self) -> dict[SSAValue, list[Use]]:
-        """Each region value read by anything outside the region, with those uses."""
-        inside = set(self.ops)
-        out: dict[SSAValue, list[Use]] = {}
-        for v in self.axis:
-            uses = [u for u in v.uses if u.operation not in inside]
-            if uses:
-                out[v] = uses
-        return out
-
-
-def _shape(v: SSAValue) -> tuple[int, ...] | None:
-    t = v.type
-    if isinstance(t, TensorType) and chip_of(t) is None and all(d >= 0 for d in t.get_shape()):
-        return tuple(t.get_shape())
-    return None
-
-
-def _row_axes(op: Operation, rows: Rows) -> tuple[int, list[int | None], list[int]] | None:
-    """How ``op`` joins the region: its row loop (-1: elementwise), each operand's row axis
-    (None: read whole), each result's; None when it does not go row by row."""
-    if not op.results or any(_shape(r) is None for r in op.results):
-        return None
-    read = [rows.axis.get(v) for v in op.operands]
-    if isinstance(op, linalg.GenericOp):
-        maps = [m.data for m in op.indexing_maps]
-        loops: set[int] = set()
-        for a, m in zip(read, maps, strict=True):
-            if a is not None:
-                e = m.results[a]
-                if not isinstance(e, AffineDimExpr):
-                    return None
-                loops.add(e.position)
-        if len(loops) != 1:
-            return None
-        (d,) = loops
-        if str(op.iterator_types.data[d].data) != "parallel":
-            return None
-        axes: list[int | None] = []
-        for v, m in zip(op.operands, maps, strict=True):
-            at = [i for i, e in enumerate(m.results) if d in e.used_dims()]
-            if not at:
-                axes.append(None)
-                continue
-            if len(at) != 1 or not isinstance(m.results[at[0]], AffineDimExpr):
-                return None
-            if _shape(v) is None:
-                return None
-            axes.append(at[0])
-        outs = axes[len(op.inputs) :]
-        if any(a is None for a in outs):
-            return None
-        return d, axes, [a for a in outs if a is not None]
-    if op.dialect_name() in ("arith", "math") and not op.regions and len(op.results) == 1:
-        shape = _shape(op.results[0])
-        if any(_shape(v) != shape for v in op.operands):
-            return None
-        row = {a for a in read if a is not None}
-        if len(row) != 1:
-            return None
-        (a,) = row
-        return -1, [a] * len(op.operands), [a]
-    return None
+def tiles_for(rows: Rows, n: int, machine: Machine) -> tuple[int, dict[int, float]]:
+    """The tile count (of `TILES`, every tile at least ``n`` rows) with the least modelled
+    time of each all-reduce's partials and reduce-scatter, and every candidate's: K tiles of
+    the partials' contraction (each tile its 1/K of the FLOPs and of the rows it reads, and
+    all of what it reads whole: the weights) and of the reduce-scatter (each tile's ``l``)
+    run as a pipeline, ``g + (K-1) max(g, l) + l``, each tile's exchange under the next
+    tile's contraction; 1 when a partial is not one contraction read by its all-reduce
+    alone (`row_pieces.tileable`)."""
+    times: dict[int, float] = {}
+    for k in TILES:
+        total = 0.0
+        for seed in rows.seeds:
+            t = seed.result.type
+            assert isinstance(t, TensorType)
+            shape = list(t.get_shape())
+            axis = rows.axis[seed.result]
+            if shape[axis] < k * n or (k > 1 and not tileable(seed, axis)):
+                total = float("inf")
+                break
+            g = max((_tile_time(p, axis, k, machine) for p in seed.partials), default=0.0)
+            shape[axis] = -(-shape[axis] // k)
+            tile = TensorType(t.element_type, shape, t.encoding)
+            link = reduce_scatter_time(DIRECT, tile, n, machine)
+            total += g + (k - 1) * max(g, link) + link
+        times[k] = total
+    return min(times, key=lambda k: (times[k], k)), times
 
 
-def grow(func: FuncOp, seeds: dict[AllReduceOp, int]) -> Rows:
-    """The region of ``seeds`` (each all-reduce with its row axis) in ``func``: every
-    statement after them that reads a region value and goes row by row along it."""
-    rows = Rows(seeds=list(seeds))
-    for op in func.body.block.ops:
-        if op in seeds:
-            rows.axis[op.results[0]] = seeds[op]  # type: ignore[index]
-            continue
-        if not any(v in rows.axis for v in op.operands):
-            continue
-        how = _row_axes(op, rows)
-        if how is None:
-            continue
-        d, _, outs = how
-        rows.ops.append(op)
-        rows.loop[op] = d
-        for r, a in zip(op.results, outs, strict=True):
-            rows.axis[r] = a
-    return rows
-
-
-def plan(func: FuncOp, n: int) -> Rows | None:
-    """``func``'s region: its statement-level all-reduces along one axis (of at least ``n``
-    positions), the one along which the most work goes row by row — an all-reduce whose sum
-    only the rest of the program reads whole keeps its form; None when no axis has any."""
-    reduces = [
-        op
-        for op in func.body.block.ops
-        if isinstance(op, AllReduceOp) and len(op.partials) == n and _shape(op.result)
-    ]
-    best: Rows | None = None
-    for a in range(max((len(_shape(r.result) or ()) for r in reduces), default=0)):
-        seeds = {r: a for r in reduces if (_shape(r.result) or ())[a : a + 1] >= (n,)}
-        rows = grow(func, seeds)
-        inside = set(rows.ops)
-        useful = {r: a for r in seeds if any(u.operation in inside for u in r.result.uses)}
-        if useful != seeds:
-            rows = grow(func, useful)
-        if rows.ops and (best is None or len(rows.ops) > len(best.ops)):
-            best = rows
-    return best
+def _tile_time(partial: SSAValue, axis: int, k: int, machine: Machine) -> float:
+    """One of ``k`` tiles of the contraction making ``partial`` (rows along ``axis``)."""
+    op = partial.owner
+    if not isinstance(op, linalg.GenericOp):
+        return 0.0
+    whole = op_cost(op)
+    d = [m.data for m in op.indexing_maps][-1].results[axis]
+    fixed = sum(
+        nbytes(v.type)
+        for v, m in zip(op.inputs, op.indexing_maps, strict=False)
+        if not any(d == e for e in m.data.results)
+    )
+    return Cost(whole.flops / k, fixed + (whole.bytes - fixed) / k).time(machine)
 
 
 def estimate(rows: Rows, n: int, machine: Machine) -> tuple[float, float]:
@@ -194,140 +127,6 @@ def estimate(rows: Rows, n: int, machine: Machine) -> tuple[float, float]:
     return before, after
 
 
-class _Rewrite:
-    """Writes one region per chip (`TpSequenceParallel`)."""
-
-    def __init__(self, rows: Rows, n: int) -> None:
-        self.rows, self.n = rows, n
-        self.blocks: dict[SSAValue, list[SSAValue]] = {}
-        self.windows: dict[tuple[SSAValue, int, int], SSAValue] = {}
-        self.last: dict[SSAValue, Operation] = {}  # what makes a value's last block
-
-    def run(self) -> None:
-        for seed in self.rows.seeds:
-            self._scatter(seed)
-        for op in self.rows.ops:
-            self._per_chip(op)
-        for v, uses in self.rows.exits().items():
-            self._gather(v, uses)
-        inits = [v.owner for op in self.rows.ops for v in op.operands]
-        for op in reversed([*self.rows.seeds, *self.rows.ops]):
-            Rewriter.erase_op(op)
-        # The spine's inits no region op writes into any more (a norm's zeros), if unread.
-        for op in reversed(list(dict.fromkeys(inits))):
-            if isinstance(op, tensor.EmptyOp | linalg.FillOp) and not any(
-                r.uses for r in op.results
-            ):
-                owner = op.operands[-1].owner if isinstance(op, linalg.FillOp) else None
-                Rewriter.erase_op(op)
-                if isinstance(owner, tensor.EmptyOp) and not owner.results[0].uses:
-                    Rewriter.erase_op(owner)
-
-    def _cut(self, v: SSAValue) -> list:
-        shape = _shape(v)
-        assert shape is not None
-        return blocks(self.rows.axis[v], shape, self.n)
-
-    def _scatter(self, seed: AllReduceOp) -> None:
-        rs = ReduceScatterOp(list(seed.partials), self._cut(seed.result))
-        Rewriter.insert_op(rs, InsertPoint.before(seed))
-        for c, part in enumerate(rs.parts):
-            part.name_hint = value_hint(f"{value_name(seed.result)}_b{c}")
-        self.blocks[seed.result] = list(rs.parts)
-        self.last[seed.result] = rs
-
-    def _window(self, v: SSAValue, axis: int, c: int, before: Operation) -> SSAValue:
-        """Chip c's rows of the spine tensor ``v`` along ``axis``, as chip c's."""
-        key = (v, axis, c)
-        if key not in self.windows:
-            shape = _shape(v)
-            assert shape is not None
-            sl = blocks(axis, shape, self.n)[c]
-            ((start, length),) = sl.ranges
-            offsets = [0] * len(shape)
-            offsets[axis] = start
-            t = v.type
-            assert isinstance(t, TensorType)
-            cut = tensor.ExtractSliceOp.build(
-                operands=[v, [], [], []],
-                result_types=[on_chip(TensorType(t.element_type, sl.shape), c)],
-                properties={
-                    "static_offsets": DenseArrayBase.from_list(i64, offsets),
-                    "static_sizes": DenseArrayBase.from_list(i64, list(sl.shape)),
-                    "static_strides": DenseArrayBase.from_list(i64, [1] * len(shape)),
-                },
-            )
-            cut.results[0].name_hint = value_hint(f"{value_name(v)}_w{c}")
-            Rewriter.insert_op(cut, InsertPoint.before(before))
-            self.windows[key] = cut.results[0]
-        return self.windows[key]
-
-    def _init(self, v: SSAValue, axis: int, c: int, before: Operation) -> SSAValue:
-        """A generic's init for chip c's rows: a fresh empty tensor (or fill of one) where
-        the spine's is one, else its window."""
-        owner = v.owner
-        sl = blocks(axis, _shape(v) or (), self.n)[c]
-        t = v.type
-        assert isinstance(t, TensorType)
-        block_t = on_chip(TensorType(t.element_type, sl.shape), c)
-        if isinstance(owner, tensor.EmptyOp):
-            empty = tensor.EmptyOp([], block_t)
-            Rewriter.insert_op(empty, InsertPoint.before(before))
-            return empty.results[0]
-        if isinstance(owner, linalg.FillOp) and isinstance(owner.outputs[0].owner, tensor.EmptyOp):
-            empty = tensor.EmptyOp([], block_t)
-            fill = linalg.FillOp(tuple(owner.inputs), (empty.results[0],), (block_t,))
-            Rewriter.insert_op([empty, fill], InsertPoint.before(before))
-            return fill.results[0]
-        return self._window(v, axis, c, before)
-
-    def _per_chip(self, op: Operation) -> None:
-        how = _row_axes(op, self.rows)
-        assert how is not None
-        _, axes, outs = how
-        n_in = len(op.inputs) if isinstance(op, linalg.GenericOp) else len(op.operands)
-        made: list[Operation] = []
-        for c in range(self.n):
-            operands: list[SSAValue] = []
-            for i, (v, a) in enumerate(zip(op.operands, axes, strict=True)):
-                if v in self.blocks:
-                    operands.append(self.blocks[v][c])
-                elif a is None:
-                    operands.append(v)  # no rows: every chip reads it whole
-                elif i >= n_in:
-                    operands.append(self._init(v, a, c, op))
-                else:
-                    operands.append(self._window(v, a, c, op))
-            types = []
-            for r, a in zip(op.results, outs, strict=True):
-                shape = _shape(r)
-                assert shape is not None
-                types.append(
-                    on_chip(TensorType(r.type.element_type, blocks(a, shape, self.n)[c].shape), c)
-                )  # type: ignore[attr-defined]
-            new = type(op).create(
-                operands=operands,
-                result_types=types,
-                properties=dict(op.properties),
-                attributes=dict(op.attributes),
-                regions=[r.clone() for r in op.regions],
-            )
-            for r, old in zip(new.results, op.results, strict=True):
-                r.name_hint = value_hint(f"{value_name(old)}_b{c}")
-            Rewriter.insert_op(new, InsertPoint.before(op))
-            made.append(new)
-        for k, r in enumerate(op.results):
-            self.blocks[r] = [m.results[k] for m in made]
-            self.last[r] = made[-1]
-
-    def _gather(self, v: SSAValue, uses: Sequence[Use]) -> None:
-        ag = AllGatherOp(self.blocks[v], self._cut(v))
-        ag.result.name_hint = v.name_hint
-        Rewriter.insert_op(ag, InsertPoint.after(self.last[v]))
-        for use in list(uses):
-            use.operation.operands[use.index] = ag.result
-
-
 @dataclass(frozen=True)
 class TpSequenceParallel(ModulePass):
     """Run the row-wise work after each all-reduce on each chip's block of the rows, between
@@ -337,12 +136,17 @@ class TpSequenceParallel(ModulePass):
     name = "tp-sequence-parallel"
 
     mode: Literal["auto", "on"] = "auto"
+    tiles: int = 0
     machine: str = "sn40l"
     report: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.mode not in ("auto", "on"):
             raise TpDiagnostic(None, f"{self.name}: mode={self.mode} is not one of auto, on")
+        if not 0 <= self.tiles <= max(TILES):
+            raise TpDiagnostic(
+                None, f"{self.name}: tiles={self.tiles} is not 0 (by cost) or 1..{max(TILES)}"
+            )
         try:
             machine = machine_from(self.machine)
         except MachineError as err:
@@ -355,7 +159,9 @@ class TpSequenceParallel(ModulePass):
                 )
         if n < 2:
             return
+        every_function(op, self.name)  # one block each: a located refusal otherwise
         certified = status(op) == "valid"
+        original = op.clone() if certified else None
         changed = False
         for func in [f for f in op.walk() if isinstance(f, FuncOp) and f.body.blocks]:
             rows = plan(func, n)
@@ -372,9 +178,56 @@ class TpSequenceParallel(ModulePass):
                     file=sys.stderr,
                 )
             if take:
-                _Rewrite(rows, n).run()
+                tiles = self.tiles
+                if tiles == 0:
+                    tiles, times = tiles_for(rows, n, machine)
+                    if self.report:
+                        listed = ", ".join(
+                            f"{k}: {t * 1e6:.2f} us" for k, t in times.items() if t < float("inf")
+                        )
+                        print(
+                            f"{self.name}: @{func.sym_name.data}: tiles {listed} -> {tiles}",
+                            file=sys.stderr,
+                        )
+                elif tiles > 1 and (why := _untileable(rows, n, tiles)) is not None:
+                    raise TpDiagnostic(rows.seeds[0], f"{self.name}: tiles={tiles}: {why}")
+                RowRewrite(rows, n, tiles).run()
                 changed = True
         if changed:
             drop(op)
-            if certified:
-                certify_if_sound(op)
+            if original is not None and not certify_if_sound(op):
+                _restore(op, original, self.name)
+
+
+def _untileable(rows: Rows, n: int, tiles: int) -> str | None:
+    """Why ``rows``' all-reduces cannot be made in ``tiles`` tiles, or None."""
+    for seed in rows.seeds:
+        axis = rows.axis[seed.result]
+        extent = seed.result.type.get_shape()[axis]  # type: ignore[attr-defined]
+        if extent < tiles * n:
+            return f"%{value_name(seed.result)} has {extent} rows, fewer than a row per chip a tile"
+        if not tileable(seed, axis):
+            return (
+                f"a partial of %{value_name(seed.result)} is not one contraction read by its "
+                "all-reduce alone, so it cannot be made tile by tile"
+            )
+    return None
+
+
+def _restore(module: ModuleOp, original: ModuleOp, name: str) -> None:
+    """Put ``original`` (certified) back in place of what would not be certified, saying why:
+    a certified program never leaves the pass uncertified."""
+    try:
+        check_obligation(module)
+        why = "it would not be certified"
+    except TpDiagnostic as err:
+        why = f"the result would not be certified ({err.message})"
+    done = module.body.block
+    module.body.detach_block(done)
+    done.erase(safe_erase=False)
+    kept = original.body.block
+    original.body.detach_block(kept)
+    module.body.add_block(kept)
+    module.attributes.clear()
+    module.attributes.update(original.attributes)
+    print(f"{name}: kept every all-reduce: {why}", file=sys.stderr)

@@ -18,7 +18,9 @@ from helpers import tool
 from hf_models import config_for
 from ir_helpers import apply, assert_kept_through_lowering, parse
 
+from tp_dialect.analysis.certify.obligation import check_obligation
 from tp_dialect.certificate import status
+from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.frontend.registry import Pretrained, entry_for
 from tp_dialect.frontend.split import split_text
 from tp_dialect.runtime.checkpoint import random_inputs, random_weights
@@ -138,3 +140,20 @@ def test_per_chip_programs_carry_int8_on_ranks_and_natively(tmp_path: Path, how:
     np.testing.assert_allclose(
         np.load(tmp_path / "o.npz")["result0"], wire @ w.astype(np.float32), rtol=1e-5, atol=1e-5
     )
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [("-1.270000e+02", "-1.260000e+02"), ("math.absf", "math.sqrt")],
+    ids=["clamp", "not-abs"],
+)
+def test_a_scale_not_in_the_exact_form_is_a_reduction_over_rows(old: str, new: str) -> None:
+    """The all-gather rule lets a block's reduction through only as an int8 wire's scale in
+    `passes.quantize`'s exact form: changed anywhere, it is a reduction over the block's rows
+    like any other, and refused."""
+    module = parse(_gathered([(0, 3), (3, 2)]))
+    apply(module, INT8)
+    check_obligation(module)
+    broken = parse(str(module).replace(old, new, 1))
+    with pytest.raises(TpDiagnostic, match=r"not row by row: it reduces or mixes over axis 0"):
+        check_obligation(broken)

@@ -24,6 +24,7 @@ from ir_helpers import apply, assert_kept_through_lowering, parse
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 
+from tp_dialect.analysis.timing.cost import matmul_flops
 from tp_dialect.certificate import status
 from tp_dialect.diagnostics import TpDiagnostic
 from tp_dialect.frontend.registry import Pretrained, entry_for
@@ -157,3 +158,85 @@ def test_narrowing_after_it_carries_the_reduce_scatters_and_the_norm_in_bf16() -
     for name in want:
         np.testing.assert_allclose(narrow[name], want[name], rtol=2e-2, atol=2e-2, err_msg=name)
     assert_kept_through_lowering(module, values, narrow)
+
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.mark.parametrize(("chips", "tokens", "tiles"), [(2, 8, 2), (2, 7, 2), (2, 8, 4)])
+def test_tiles_keep_the_numbers_bitwise(chips: int, tokens: int, tiles: int) -> None:
+    """Each all-reduce's partials made tile by tile, one reduce-scatter a tile (7 tokens in 2
+    tiles of 4 and 3, each cut 2 + 2 and 2 + 1): bitwise the source at every stage,
+    certified at each."""
+    source = parse(step(chips, tokens=tokens))
+    values = {**random_weights(source, 3), **random_inputs(source, 4, position=0)}
+    want = run_program(source, values)
+    module = source.clone()
+    apply(module, f"tp-verify,tp-sequence-parallel{{mode=on tiles={tiles}}}")
+    assert status(module) == "valid"
+    assert len(_ops(module, ReduceScatterOp)) == 2 * tiles
+    # The contractions are cut into tiles, not added to: the same FLOPs as the source's.
+    assert matmul_flops(module) == matmul_flops(source)
+    got = run_program(module, values)
+    for name in want:
+        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+    assert_kept_through_lowering(module, values, want)
+
+
+def test_too_many_tiles_are_refused() -> None:
+    module = parse(step(2, tokens=4))
+    with pytest.raises(TpDiagnostic, match=r"tiles=4: %l_o_sum has 4 rows, fewer than a row"):
+        apply(module, "tp-sequence-parallel{mode=on tiles=4}")
+
+
+def test_tiles_by_cost_are_reported(capsys: pytest.CaptureFixture) -> None:
+    module = parse(step(2, tokens=8))
+    apply(module, "tp-sequence-parallel{mode=on tiles=0 report=true}")
+    said = capsys.readouterr().err
+    assert "tiles 1: " in said and "2: " in said and "4: " in said and "-> " in said
+
+
+def test_a_generic_reading_its_row_index_stays_out_of_the_region() -> None:
+    """A chip's block would count its rows from 0: the op reads what it needs whole (the
+    residual sum and the sums of squares, gathered)."""
+    source = parse((DATA / "sp_index_body.mlir").read_text())
+    values = {
+        name: np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+        for name, shape in (("x", (4, 8)), ("w", (8, 8)), ("res", (4, 8)), ("g", (8,)))
+    }
+    want = run_program(source, values)
+    module = source.clone()
+    apply(module, "tp-verify,tp-sequence-parallel{mode=on}")
+    assert status(module) == "valid" and _gathered_names(module) == {"h", "ss"}
+    got = run_program(module, values)
+    for name in want:
+        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+
+
+def _gathered_names(module: ModuleOp) -> set[str]:
+    return {op.result.name_hint for op in module.walk() if isinstance(op, AllGatherOp)}
+
+
+def test_a_certified_program_is_never_left_uncertified(capsys: pytest.CaptureFixture) -> None:
+    """Partials that are chip arguments: the blocks' rows cannot be told, so the result would
+    not be certified; the pass keeps the all-reduce and says why."""
+    source = parse(
+        (Path(__file__).parent.parent / "lit_tests/tp-legalize/pipeline.mlir").read_text()
+    )
+    apply(source, "tp-verify")
+    module = source.clone()
+    apply(module, "tp-sequence-parallel{mode=on}")
+    assert status(module) == "valid" and str(module) == str(source)
+    assert "kept every all-reduce: the result would not be certified" in capsys.readouterr().err
+
+
+def test_a_function_of_several_blocks_is_refused_where_it_branches() -> None:
+    text = """builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {
+    cf.br ^bb1
+  ^bb1:
+    func.return %a : tensor<4xf32>
+  }
+}"""
+    with pytest.raises(TpDiagnostic, match="'cf.br' ends block 1 of 2"):
+        apply(parse(text), "tp-sequence-parallel")

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import ArrayAttr, TensorType
+from xdsl.dialects.builtin import AnyFloat, ArrayAttr, TensorType
 from xdsl.ir import SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -185,6 +185,11 @@ class ReduceScatterOp(IRDLOperation):
                     f"{p.type}, partial #0 {self.partials[0].type}: the partials must agree"
                 )
         _check_block_values(self, list(self.parts), self.slices.data, "result")
+        if not isinstance(_element(self.partials[0]), AnyFloat):
+            raise VerifyException(
+                f"'tp.reduce_scatter' sums {_element(self.partials[0])}: it sums floats (its "
+                "lowered adds are float adds)"
+            )
         for c, r in enumerate(self.parts):
             if _element(r) != _element(self.partials[0]):
                 raise VerifyException(

@@ -179,3 +179,13 @@ builtin.module attributes {tp.chips = 2 : i64} {
     func.return
   }
 }
+
+// -----
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @f(%a: tensor<4x8xi64, #tp.chip<0>>, %b: tensor<4x8xi64, #tp.chip<1>>) {
+// CHECK-LABEL: error: 'tp.reduce_scatter' sums i64: it sums floats (its lowered adds are float adds)
+// CHECK-NEXT: %r0, %r1 = tp.reduce_scatter %a, %b
+    %r0, %r1 = tp.reduce_scatter %a, %b slices [#tp.slice<axis = 0, ranges = [(0, 2)], full = [4, 8]>, #tp.slice<axis = 0, ranges = [(2, 2)], full = [4, 8]>] : tensor<4x8xi64, #tp.chip<0>>, tensor<4x8xi64, #tp.chip<1>> -> tensor<2x8xi64, #tp.chip<0>>, tensor<2x8xi64, #tp.chip<1>>
+    func.return
+  }
+}

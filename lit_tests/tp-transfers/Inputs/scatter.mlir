@@ -19,33 +19,31 @@ builtin.module attributes {tp.chips = 2 : i64} {
       %3 = linalg.matmul ins(%x0, %w0 : tensor<4x3xf32, #tp.chip<0>>, tensor<3x5xf32, #tp.chip<0>>) outs(%z0 : tensor<4x5xf32, #tp.chip<0>>) -> tensor<4x5xf32, #tp.chip<0>>
       tp.yield %3 : tensor<4x5xf32, #tp.chip<0>>
     } : tensor<4x5xf32, #tp.chip<0>>
+    %r0_p0s0 = tp.section "r0.p0s0" on [0] {
+      %4 = tensor.extract_slice %p0[0, 0] [2, 5] [1, 1] : tensor<4x5xf32, #tp.chip<0>> to tensor<2x5xf32, #tp.chip<0>>
+      tp.yield %4 : tensor<2x5xf32, #tp.chip<0>>
+    } : tensor<2x5xf32, #tp.chip<0>>
+    %r0_p0s1 = tp.section "r0.p0s1" on [0] {
+      %5 = tensor.extract_slice %p0[2, 0] [2, 5] [1, 1] : tensor<4x5xf32, #tp.chip<0>> to tensor<2x5xf32, #tp.chip<0>>
+      tp.yield %5 : tensor<2x5xf32, #tp.chip<0>>
+    } : tensor<2x5xf32, #tp.chip<0>>
     %x1 = tp.section "x1" on [1] {
-      %4 = tp.shard %x at #tp.slice<axis = 1, ranges = [(3, 3)], full = [4, 6]> : tensor<4x6xf32> -> tensor<4x3xf32, #tp.chip<1>>
-      tp.yield %4 : tensor<4x3xf32, #tp.chip<1>>
+      %6 = tp.shard %x at #tp.slice<axis = 1, ranges = [(3, 3)], full = [4, 6]> : tensor<4x6xf32> -> tensor<4x3xf32, #tp.chip<1>>
+      tp.yield %6 : tensor<4x3xf32, #tp.chip<1>>
     } : tensor<4x3xf32, #tp.chip<1>>
     %w1 = tp.section "w1" on [1] {
-      %5 = tp.shard %w at #tp.slice<axis = 0, ranges = [(3, 3)], full = [6, 5]> : tensor<6x5xf32> -> tensor<3x5xf32, #tp.chip<1>>
-      tp.yield %5 : tensor<3x5xf32, #tp.chip<1>>
+      %7 = tp.shard %w at #tp.slice<axis = 0, ranges = [(3, 3)], full = [6, 5]> : tensor<6x5xf32> -> tensor<3x5xf32, #tp.chip<1>>
+      tp.yield %7 : tensor<3x5xf32, #tp.chip<1>>
     } : tensor<3x5xf32, #tp.chip<1>>
     %e1 = tensor.empty() : tensor<4x5xf32, #tp.chip<1>>
     %z1 = tp.section "z1" on [1] {
-      %6 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<4x5xf32, #tp.chip<1>>) -> tensor<4x5xf32, #tp.chip<1>>
-      tp.yield %6 : tensor<4x5xf32, #tp.chip<1>>
+      %8 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<4x5xf32, #tp.chip<1>>) -> tensor<4x5xf32, #tp.chip<1>>
+      tp.yield %8 : tensor<4x5xf32, #tp.chip<1>>
     } : tensor<4x5xf32, #tp.chip<1>>
     %p1 = tp.section "p1" on [1] {
-      %7 = linalg.matmul ins(%x1, %w1 : tensor<4x3xf32, #tp.chip<1>>, tensor<3x5xf32, #tp.chip<1>>) outs(%z1 : tensor<4x5xf32, #tp.chip<1>>) -> tensor<4x5xf32, #tp.chip<1>>
-      tp.yield %7 : tensor<4x5xf32, #tp.chip<1>>
+      %9 = linalg.matmul ins(%x1, %w1 : tensor<4x3xf32, #tp.chip<1>>, tensor<3x5xf32, #tp.chip<1>>) outs(%z1 : tensor<4x5xf32, #tp.chip<1>>) -> tensor<4x5xf32, #tp.chip<1>>
+      tp.yield %9 : tensor<4x5xf32, #tp.chip<1>>
     } : tensor<4x5xf32, #tp.chip<1>>
-    %r0_z0 = tensor.empty() : tensor<2x5xf32>
-    %r0_z1 = tensor.empty() : tensor<2x5xf32>
-    %r0_p0s0 = tp.section "r0.p0s0" on [0] {
-      %8 = tensor.extract_slice %p0[0, 0] [2, 5] [1, 1] : tensor<4x5xf32, #tp.chip<0>> to tensor<2x5xf32, #tp.chip<0>>
-      tp.yield %8 : tensor<2x5xf32, #tp.chip<0>>
-    } : tensor<2x5xf32, #tp.chip<0>>
-    %r0_p0s1 = tp.section "r0.p0s1" on [0] {
-      %9 = tensor.extract_slice %p0[2, 0] [2, 5] [1, 1] : tensor<4x5xf32, #tp.chip<0>> to tensor<2x5xf32, #tp.chip<0>>
-      tp.yield %9 : tensor<2x5xf32, #tp.chip<0>>
-    } : tensor<2x5xf32, #tp.chip<0>>
     %r0_p1s0 = tp.section "r0.p1s0" on [1] {
       %10 = tensor.extract_slice %p1[0, 0] [2, 5] [1, 1] : tensor<4x5xf32, #tp.chip<1>> to tensor<2x5xf32, #tp.chip<1>>
       tp.yield %10 : tensor<2x5xf32, #tp.chip<1>>
@@ -54,6 +52,8 @@ builtin.module attributes {tp.chips = 2 : i64} {
       %11 = tensor.extract_slice %p1[2, 0] [2, 5] [1, 1] : tensor<4x5xf32, #tp.chip<1>> to tensor<2x5xf32, #tp.chip<1>>
       tp.yield %11 : tensor<2x5xf32, #tp.chip<1>>
     } : tensor<2x5xf32, #tp.chip<1>>
+    %r0_z0 = tensor.empty() : tensor<2x5xf32>
+    %r0_z1 = tensor.empty() : tensor<2x5xf32>
     %r0 = tp.section "r0.rs0" on [0] {
       %12 = linalg.add ins(%r0_p0s0, %r0_p1s0 : tensor<2x5xf32, #tp.chip<0>>, tensor<2x5xf32, #tp.chip<1>>) outs(%r0_z0 : tensor<2x5xf32>) -> tensor<2x5xf32>
       %13 = tensor.cast %12 : tensor<2x5xf32> to tensor<2x5xf32, #tp.chip<0>>

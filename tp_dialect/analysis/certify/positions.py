@@ -295,7 +295,14 @@ def _rules(
     if isinstance(op, tensor.InsertSliceOp):
         return _insert(op, get(op.source), get(op.dest), len(shape))
     if isinstance(op, tensor.ConcatOp):
-        return _concat(op.dim.value.data, [get(v) for v in op.inputs], len(shape))
+        parts = [get(v) for v in op.inputs]
+        dim = op.dim.value.data
+        if chip_of(value.type) is None and all(
+            len(p) > dim and (p[dim] is ANY or (isinstance(p[dim], Axis) and p[dim].is_whole()))
+            for p in parts
+        ):
+            return whole(value)  # spine tensors joined end to end: a new tensor, its own axes
+        return _concat(dim, parts, len(shape))
     if isinstance(op, tensor.ExpandShapeOp):
         return _expand(_groups(op), get(op.src), shape)
     if isinstance(op, tensor.CollapseShapeOp):
