@@ -62,6 +62,12 @@ PIPELINES: tuple[tuple[str, ...], ...] = (
     ("--tp-legalize",),
     ("--tp-legalize=shim=sn40l",),
     ("--tp-narrow-wire",),
+    ("--tp-sequence-parallel=mode=on",),
+    (
+        "-p",
+        "tp-sequence-parallel{mode=on tiles=2},tp-narrow-wire{wire=int8 shim=sn40l-int8},"
+        "tp-relocate,tp-transfers,tp-link-points,tp-relay,tp-verify",
+    ),
     ("-p", "tp-raise-allreduce,tp-narrow-wire{report=true},tp-relocate,tp-transfers"),
     ("--tp-to-mpi",),
     (
