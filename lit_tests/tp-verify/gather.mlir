@@ -255,3 +255,15 @@ builtin.module attributes {tp.chips = 2 : i64} {
     func.return %g : tensor<4x5xf32>
   }
 }
+
+// -----
+
+// A function taking chip data is checked in the call chains of what calls it; alone (the
+// module's only function, so the entry a host binds) its blocks' positions are unknown.
+// CHECK-LABEL: error: the all-gather takes chip 0's block %a, whose axis 0 holds positions that cannot be told: that it is the run [0, 2) of 4 cannot be proven [slices-gap]
+builtin.module attributes {tp.chips = 2 : i64} {
+  func.func @gather(%a: tensor<2x5xf32, #tp.chip<0>>, %b: tensor<2x5xf32, #tp.chip<1>>) -> tensor<4x5xf32> {
+    %g = tp.all_gather %a, %b slices [#tp.slice<axis = 0, ranges = [(0, 2)], full = [4, 5]>, #tp.slice<axis = 0, ranges = [(2, 2)], full = [4, 5]>] : tensor<2x5xf32, #tp.chip<0>>, tensor<2x5xf32, #tp.chip<1>> -> tensor<4x5xf32>
+    func.return %g : tensor<4x5xf32>
+  }
+}

@@ -433,6 +433,16 @@ class ModuleIndex:
         except BindError:  # no single entry function: arguments are their own weights
             pass
 
+    def is_entry(self, f: func.FuncOp) -> bool:
+        """Whether a host may call ``f``: the entry function tp-run binds (``@decode``, or
+        the only one), or a function no call in the module resolves to — but not one taking
+        a chip's data (an argument typed ``#tp.chip<c>``), which no host holds: such a
+        function runs only where a tp program calls it and is checked there (tp-link-points
+        leaves a public callee so once each call names its per-chip copies)."""
+        if f is self.entry:
+            return True
+        return f not in self.callers and all(chip_of(t) is None for t in f.function_type.inputs)
+
     def name(self, index: int) -> str:
         """The checkpoint name of the entry's argument ``index`` (read once, when first
         asked: by then the obligation has refused what the ports cannot be read from)."""
@@ -662,8 +672,9 @@ def chains_to_check(at: Operation, index: ModuleIndex, what: str, unproven: str)
 
 
 def call_chains(at: Operation, index: ModuleIndex) -> list[Calls] | None:
-    """Every chain of calls from an uncalled function into the function holding ``at``
-    (one empty chain when nothing calls it); None beyond MAX_CONTEXTS."""
+    """Every chain of calls from a function a host may call (`ModuleIndex.is_entry`) into the
+    function holding ``at`` (one empty chain when that is one; none when nothing that runs
+    reaches it); None beyond MAX_CONTEXTS."""
     f = _function_of(at)
     if f is None:
         return [()]
@@ -675,7 +686,8 @@ def call_chains(at: Operation, index: ModuleIndex) -> list[Calls] | None:
         if len(chains) > MAX_CONTEXTS:
             return False
         if not callers.get(fn):
-            chains.append(suffix)
+            if index.is_entry(fn):
+                chains.append(suffix)
             return True
         for call in callers[fn]:
             caller = _function_of(call)

@@ -103,10 +103,14 @@ def _mask(extract: tensor.ExtractOp, shard: ShardOp, yielded: SSAValue) -> SSAVa
     return sub.operands[0]
 
 
-def _same(a: SSAValue, b: SSAValue, block_a: Block, block_b: Block, depth: int = 0) -> bool:
+def _same(
+    a: SSAValue, b: SSAValue, block_a: Block, block_b: Block, exact: Exact, depth: int = 0
+) -> bool:
     """``a`` (in ``block_a``) and ``b`` (in ``block_b``) are the same computation: the same
-    outside value, the same block argument, or the same op of the same operands."""
-    if a is b:
+    outside value (through what hands it on unchanged: each chip program's argument stands
+    for the one value the host binds to every chip's), the same block argument, or the same
+    op of the same operands."""
+    if a is b or exact(a) is exact(b):
         return True
     if isinstance(a, BlockArgument) and isinstance(b, BlockArgument):
         return a.block is block_a and b.block is block_b and a.index == b.index
@@ -121,7 +125,7 @@ def _same(a: SSAValue, b: SSAValue, block_a: Block, block_b: Block, depth: int =
         and oa.attributes == ob.attributes
         and len(oa.operands) == len(ob.operands)
         and all(
-            _same(x, y, block_a, block_b, depth + 1)
+            _same(x, y, block_a, block_b, exact, depth + 1)
             for x, y in zip(oa.operands, ob.operands, strict=True)
         )
     )
@@ -157,7 +161,9 @@ def check_lookups(partials: Sequence[SSAValue], at: Operation, exact: Exact) -> 
             row = _mask(extract, shard, yielded.operands[0])
             if first is None or table is None:
                 first, table = (op, row, extract), shard
-            elif shard.source is not table.source or not _alike(first, (op, row, extract), shard):
+            elif exact(shard.source) is not exact(table.source) or not _alike(
+                first, (op, row, extract), shard, exact
+            ):
                 raise _Bad(
                     f"it looks up another table or row than chip {found[0][0]}'s, or "
                     "computes otherwise"
@@ -176,18 +182,20 @@ def _alike(
     a: tuple[linalg.GenericOp, SSAValue, tensor.ExtractOp],
     b: tuple[linalg.GenericOp, SSAValue, tensor.ExtractOp],
     shard: ShardOp,
+    exact: Exact,
 ) -> bool:
-    """Two chips' lookups read the same row and columns of the same inputs (rule 3)."""
+    """Two chips' lookups read the same row and columns of the same inputs (rule 3): the same
+    values once followed through what hands them on (chip programs' arguments included)."""
     (op_a, row_a, ex_a), (op_b, row_b, ex_b) = a, b
     block_a, block_b = op_a.body.block, op_b.body.block
     axis = shard.slice.axis_index
     return (
-        list(op_a.inputs) == list(op_b.inputs)
+        [exact(v) for v in op_a.inputs] == [exact(v) for v in op_b.inputs]
         and op_a.indexing_maps == op_b.indexing_maps
         and op_a.iterator_types == op_b.iterator_types
-        and _same(row_a, row_b, block_a, block_b)
+        and _same(row_a, row_b, block_a, block_b, exact)
         and all(
-            _same(x, y, block_a, block_b)
+            _same(x, y, block_a, block_b, exact)
             for i, (x, y) in enumerate(zip(ex_a.indices, ex_b.indices, strict=True))
             if i != axis
         )

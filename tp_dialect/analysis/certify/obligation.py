@@ -141,14 +141,8 @@ def check_obligation(module: ModuleOp) -> Provenance:
 
 
 def _entries(module: ModuleOp, index: ModuleIndex) -> set[func.FuncOp]:
-    """The functions a host may call: the entry function tp-run binds (``@decode``, or the
-    only one), and every function no call in the module resolves to."""
-    entries = {
-        op for op in module.walk() if isinstance(op, func.FuncOp) and op not in index.callers
-    }
-    if index.entry is not None:
-        entries.add(index.entry)
-    return entries
+    """The functions a host may call (`ModuleIndex.is_entry`)."""
+    return {op for op in module.walk() if isinstance(op, func.FuncOp) and index.is_entry(op)}
 
 
 def _partial_sums(module: ModuleOp, prov: Provenance) -> frozenset[SSAValue]:
