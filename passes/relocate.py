@@ -33,11 +33,13 @@ place on that chip (``section-chip``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
+from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Block, Operation, Region
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -54,7 +56,7 @@ from tp_dialect.certificate import drop, status
 from tp_dialect.collectives import DEFAULT
 from tp_dialect.grid import stated_chips
 from tp_dialect.names import value_name
-from tp_dialect.ops import SectionOp, TransferOp, YieldOp
+from tp_dialect.ops import Collective, SectionOp, TransferOp, YieldOp
 from tp_dialect.passes.choose_collectives import (
     AllReduceChoice,
     MaxLocChoice,
@@ -72,6 +74,8 @@ from tp_dialect.passes.raise_allreduce import TpRaiseAllreduce
 from tp_dialect.passes.rewrites import move_op
 from tp_dialect.passes.scatter import SpellReduceScatter
 from tp_dialect.passes.verify import certify_if_sound
+from tp_dialect.reject import TpReject
+from tp_dialect.scatter_ops import ReduceScatterOp
 from tp_dialect.shims import TensorParallelShim
 
 
@@ -102,6 +106,38 @@ class RelocateStatement(RewritePattern):
             new.name_hint, old.name_hint = old.name_hint, None
             rewriter.replace_uses_with_if(old, new, lambda use: use.operation is not terminator)
         move_op(rewriter, op, InsertPoint.before(terminator))
+
+
+def _refuse_nested_chip_work(stmt: Operation, prov: Provenance) -> None:
+    """Refuse (``section-chip``) a statement with regions (an ``scf.for``) holding work of a
+    chip its section would not run on only: a statement is placed whole, so chip 0's work in
+    a loop of the spine would run on every chip, and a chip's work in another chip's."""
+    payload = linalg.LinalgStructuredOperation  # its body computes the op's own elements
+    if not stmt.regions or isinstance(stmt, Collective | ReduceScatterOp | payload):
+        return
+    spine = prov.runs_everywhere(stmt)
+    own = frozenset() if spine else frozenset(prov.statement_chips(stmt))
+    for inner in _nested_statements(stmt):
+        for r in inner.results:
+            home = prov.home(r)
+            if home and (spine or not home <= own):
+                where = "on every chip" if spine else f"on chip {min(own)}"
+                raise TpReject.SECTION_CHIP.at(
+                    inner,
+                    f"%{value_name(r)} is chip {min(home - own)}'s work inside '{stmt.name}', "
+                    f"which tp-relocate places whole {where}: move that work out of the "
+                    "region (a section runs on its chips only)",
+                )
+
+
+def _nested_statements(op: Operation) -> Iterator[Operation]:
+    """The ops in ``op``'s regions, not looking inside a linalg op's body."""
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.ops:
+                yield inner
+                if not isinstance(inner, linalg.LinalgStructuredOperation):
+                    yield from _nested_statements(inner)
 
 
 @dataclass(frozen=True)
@@ -154,6 +190,8 @@ class TpRelocate(ModulePass):
         for fold in prov.folds:
             if isinstance(fold.ops[0].parent_op(), FuncOp) and not fold.is_allreduce(n):
                 raise fold.refusal(n)  # not an all-reduce: two-way adds would hide that
+        for stmt in placed:
+            _refuse_nested_chip_work(stmt, prov)
         for stmt in placed if n > MAX_LOWERED_CHIPS else ():
             if prov.runs_everywhere(stmt):
                 replicated_within(stmt, n, self.name)
