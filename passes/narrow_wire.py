@@ -118,6 +118,17 @@ def _narrow(t: TensorType) -> TensorType:
     return TensorType(BFloat16Type(), t.get_shape(), t.encoding)
 
 
+def _right_after(value: SSAValue, op: Operation) -> InsertPoint:
+    """Where to round ``value`` for the collective ``op``: right after the statement making
+    it when that is in ``op``'s block (so tp-fuse can fuse the rounding into it: a tiled
+    partial's is made before the next tile's contraction, not at its collective), else just
+    before ``op``."""
+    owner = value.owner
+    if isinstance(owner, Operation) and owner.parent_block() is op.parent_block():
+        return InsertPoint.after(owner)
+    return InsertPoint.before(op)
+
+
 @dataclass
 class NarrowWire(RewritePattern):
     """At a statement-level collective every reader of whose result reads bf16: round what
@@ -151,7 +162,7 @@ class NarrowWire(RewritePattern):
             assert isinstance(value.type, TensorType)
             cast = arith.TruncFOp(value, _narrow(value.type))
             cast.result.name_hint = value_hint(f"{value_name(value)}_bf16")
-            rewriter.insert(cast, InsertPoint.before(op))
+            rewriter.insert(cast, _right_after(value, op))
             narrowed.append(cast.result)
         algorithm = None if op.algorithm is None else op.algorithm_name
         if isinstance(op, AllReduceOp):

@@ -118,9 +118,14 @@ def op_cost(op: Operation) -> Cost:
 
 def _read_bytes(reader: Operation, value: SSAValue) -> float:
     """The bytes `_leaf_cost` charges ``reader`` for reading ``value``: an extract_slice of
-    it reads its window, any other op all of it."""
+    it reads its window; a ``linalg.generic`` reads its inputs, not the init it accumulates
+    into (the fill before it wrote that), a fill reads nothing; any other op all of it."""
     if isinstance(reader, tensor.ExtractSliceOp) and reader.source is value:
         return nbytes(reader.result.type)
+    if isinstance(reader, linalg.GenericOp):
+        return nbytes(value.type) * sum(1 for v in reader.inputs if v is value)
+    if isinstance(reader, linalg.FillOp):
+        return 0.0
     return nbytes(value.type)
 
 
