@@ -3,15 +3,17 @@ chip before each fusion.
 
 Invariant: walking the statements in program order, with a group being built per set of
 chips (a split program interleaves the chips' copies of each statement), a statement that
-consumes a value of its chips' group — or fills a fresh tensor with a constant, a
-reduction's start — joins it only if the shim — always wrapped in `TensorParallelShim`, so a
-fused op never spans two chips, mixes a chip's tensors with the spine, or holds a
-collective's fold — says the grown group fits; otherwise the group is closed and the
-statement starts the next. Each group of two or more becomes one ``tp.section`` (on the chip
-of what it binds; the spine's: every chip) placed where its last statement was, yielding the
-values used outside it: a statement that reads an open group's value closes that group
-first, and an in-place write closes the other chips' groups, so nothing moves past its
-reader or past a write. Refusals are printed (``report=true``) with the shim's reason.
+consumes a value of its chips' group (a weight's ``tp.shard`` counts for its first reader
+only: two readers of one weight, a projection's tiles, are not fused for sharing it) — or
+fills a fresh tensor with a constant, a reduction's start — joins it only if the shim —
+always wrapped in `TensorParallelShim`, so a fused op never spans two chips, mixes a chip's
+tensors with the spine, or holds a collective's fold — says the grown group fits; otherwise
+the group is closed and the statement starts the next. Each group of two or more becomes one
+``tp.section`` (on the chip of what it binds; the spine's: every chip) placed where its last
+statement was, yielding the values used outside it: a statement that reads an open group's
+value closes that group first, and an in-place write closes the other chips' groups, so
+nothing moves past its reader or past a write. Refusals are printed (``report=true``) with
+the shim's reason.
 
 An outlined program (``@decode`` calling ``@layer``, `tp_dialect.analysis.calls.outlined`): the
 callee's statements are fused once, in the callee, and so are the caller's; a call to a
@@ -40,7 +42,7 @@ from tp_dialect.analysis.certify.provenance import Provenance
 from tp_dialect.analysis.touch import is_statement, written_in_place
 from tp_dialect.certificate import kept
 from tp_dialect.names import value_name
-from tp_dialect.ops import SectionOp, TransferOp, YieldOp
+from tp_dialect.ops import SectionOp, ShardOp, TransferOp, YieldOp
 from tp_dialect.passes.options import ShimName, base_shim
 from tp_dialect.passes.preconditions import (
     MAX_LOWERED_CHIPS,
@@ -82,6 +84,16 @@ class _Open:
     ops: list[Operation]
     produced: set[SSAValue]
     grown: Fusion
+
+
+def _feeds(op: Operation, group: _Open) -> bool:
+    """Whether ``op`` reads what ``group`` computes: a weight's shard counts only while the
+    group holds nothing else (its first reader joins it), so two readers of one weight
+    (a projection's tiles) are not fused for sharing it."""
+    views = all(isinstance(o, ShardOp) for o in group.ops)
+    return any(
+        v in group.produced and (views or not isinstance(v.owner, ShardOp)) for v in op.operands
+    )
 
 
 def group_key(prov: Provenance, op: Operation) -> tuple[int, ...]:
@@ -136,7 +148,7 @@ def fusion_groups(
                 close(other)
         current = open_.get(key)
         if current is not None:
-            if _initializer(op) or any(v in current.produced for v in op.operands):
+            if _initializer(op) or _feeds(op, current):
                 reason = current.grown.admit(op)
                 if reason is None:
                     current.ops.append(op)

@@ -7,7 +7,8 @@ one statement per piece, and each value read whole one ``tp.all_gather`` per til
 a ``tensor.concat`` when there are several). With more than one tile, the contraction making
 each chip's partial is cut into the tiles too, so that a tile's reduce-scatter can cross the
 links while the chip computes the next tile (communication hidden under compute); tp-relocate
-cuts each tile's partial into blocks right after it is made, so the sends start then.
+cuts each tile's partial into blocks right after it is made, so the sends start then. On the
+gather side, what reads the joined tiles row by row reads them tile by tile (`tile_readers`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects import tensor
-from xdsl.dialects.builtin import DenseArrayBase, TensorType, i64
+from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.func import FuncOp
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Attribute, Operation, SSAValue, Use
 from xdsl.ir.affine import AffineDimExpr
@@ -26,6 +28,8 @@ from tp_dialect.attrs import SliceAttr, chip_of, even_ranges, on_chip
 from tp_dialect.linalg_kinds import index_loops, loop_view
 from tp_dialect.names import value_hint, value_name
 from tp_dialect.ops import AllReduceOp
+from tp_dialect.passes.row_ops import fresh_init, same_op, window
+from tp_dialect.passes.tile_readers import read_tiles
 from tp_dialect.scatter_ops import AllGatherOp, ReduceScatterOp
 
 Piece = tuple[int, int, int, int]
@@ -83,8 +87,11 @@ class RowRewrite:
         self.made: dict[SSAValue, int] = {}  # how many windows of a value so far
         self.tiled: list[SSAValue] = []  # partials now made tile by tile
         self.last: dict[SSAValue, Operation] = {}  # what makes a value's last piece
+        self.joins: set[Operation] = set()  # the gathered tiles' joins
+        self.tile_of: dict[Operation, int] = {}  # each tile's partials' contractions
 
     def run(self) -> None:
+        func = self.rows.seeds[0].parent_op()
         for seed in self.rows.seeds:
             self._scatter(seed)
         for op in self.rows.ops:
@@ -106,6 +113,9 @@ class RowRewrite:
                 Rewriter.erase_op(op)
                 if isinstance(owner, tensor.EmptyOp) and not owner.results[0].uses:
                     Rewriter.erase_op(owner)
+        if self.joins:  # the gather side: readers of the joined tiles go tile by tile
+            assert isinstance(func, FuncOp)
+            read_tiles(func, self.joins, self.tile_of)
 
     def _pieces(self, v: SSAValue, axis: int) -> list[Piece]:
         shape = spine_shape(v) or tuple(v.type.get_shape())  # type: ignore[attr-defined]
@@ -165,15 +175,12 @@ class RowRewrite:
                 shape[axis] = length
                 t = p.type
                 assert isinstance(t, TensorType)
-                tile = type(op).create(
-                    operands=operands,
-                    result_types=[on_chip(TensorType(t.element_type, shape), chip_of(t))],
-                    properties=dict(op.properties),
-                    attributes=dict(op.attributes),
-                    regions=[r.clone() for r in op.regions],
+                tile = same_op(
+                    op, operands, [on_chip(TensorType(t.element_type, shape), chip_of(t))]
                 )
                 tile.results[0].name_hint = value_hint(f"{value_name(p)}_t{k}")
                 Rewriter.insert_op(tile, InsertPoint.before(op))
+                self.tile_of[tile] = k
                 out[k].append(tile.results[0])
         return out
 
@@ -183,20 +190,7 @@ class RowRewrite:
         """Rows ``[start, start + rows)`` of ``v`` along ``axis``, as chip ``chip``'s."""
         key = (v, axis, start, rows)
         if key not in self.windows:
-            t = v.type
-            assert isinstance(t, TensorType)
-            shape = list(t.get_shape())
-            offsets = [0] * len(shape)
-            offsets[axis], shape[axis] = start, rows
-            cut = tensor.ExtractSliceOp.build(
-                operands=[v, [], [], []],
-                result_types=[on_chip(TensorType(t.element_type, shape), chip)],
-                properties={
-                    "static_offsets": DenseArrayBase.from_list(i64, offsets),
-                    "static_sizes": DenseArrayBase.from_list(i64, shape),
-                    "static_strides": DenseArrayBase.from_list(i64, [1] * len(shape)),
-                },
-            )
+            cut = window(v, axis, start, rows, chip)
             self.made[v] = self.made.get(v, -1) + 1
             cut.results[0].name_hint = value_hint(f"{value_name(v)}_w{self.made[v]}")
             Rewriter.insert_op(cut, InsertPoint.before(before))
@@ -208,21 +202,10 @@ class RowRewrite:
     ) -> SSAValue:
         """An init for rows ``[start, start + rows)``: a fresh empty tensor (or fill of one)
         where ``v`` is one, else its window."""
-        owner = v.owner
-        t = v.type
-        assert isinstance(t, TensorType)
-        shape = list(t.get_shape())
-        shape[axis] = rows
-        block_t = on_chip(TensorType(t.element_type, shape), chip)
-        if isinstance(owner, tensor.EmptyOp):
-            empty = tensor.EmptyOp([], block_t)
-            Rewriter.insert_op(empty, InsertPoint.before(before))
-            return empty.results[0]
-        if isinstance(owner, linalg.FillOp) and isinstance(owner.outputs[0].owner, tensor.EmptyOp):
-            empty = tensor.EmptyOp([], block_t)
-            fill = linalg.FillOp(tuple(owner.inputs), (empty.results[0],), (block_t,))
-            Rewriter.insert_op([empty, fill], InsertPoint.before(before))
-            return fill.results[0]
+        made = fresh_init(v, axis, rows, chip)
+        if made is not None:
+            Rewriter.insert_op(made, InsertPoint.before(before))
+            return made[-1].results[0]
         return self._cut(v, axis, start, rows, chip, before)
 
     def _per_piece(self, op: Operation) -> None:
@@ -248,13 +231,7 @@ class RowRewrite:
                 shape = list(spine_shape(r) or ())
                 shape[a] = rows
                 types.append(on_chip(TensorType(r.type.element_type, shape), c))  # type: ignore[attr-defined]
-            new = type(op).create(
-                operands=operands,
-                result_types=types,
-                properties=dict(op.properties),
-                attributes=dict(op.attributes),
-                regions=[r.clone() for r in op.regions],
-            )
+            new = same_op(op, operands, types)
             for r, old in zip(new.results, op.results, strict=True):
                 r.name_hint = value_hint(self._name(old, k, c))
             Rewriter.insert_op(new, InsertPoint.before(op))
@@ -282,6 +259,7 @@ class RowRewrite:
             join = tensor.ConcatOp(tiles, axis, v.type)  # type: ignore[arg-type]
             join.result.name_hint = v.name_hint
             Rewriter.insert_op(join, InsertPoint.after(at))
+            self.joins.add(join)
             whole = join.result
         for use in list(uses):
             use.operation.operands[use.index] = whole

@@ -23,7 +23,8 @@ work on 1/N of the rows, a reduce-scatter and an all-gather per value read whole
 all-reduces (each its cheapest algorithm) and the work on every row, every chip.
 ``report=true`` prints both estimates per function. ``tiles=K`` cuts the rows into K tiles
 (`row_pieces`): each partial made and reduce-scattered tile by tile, so that a tile's exchange
-crosses the links while the chip computes the next; ``tiles=0`` (the default) chooses K by a
+crosses the links while the chip computes the next, and what reads the gathered tiles row by
+row reads them tile by tile (`tile_readers`); ``tiles=0`` (the default) chooses K by a
 pipeline estimate (`tiles_for`). A certified program the rewrite would leave uncertified is
 put back as it was, with a line saying why. Runs on statements, before tp-relocate; a
 function of several blocks is refused where it branches.

@@ -23,6 +23,8 @@ from hf_models import config_for
 from ir_helpers import apply, assert_kept_through_lowering, parse
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
+from xdsl.dialects.linalg import ops as linalg
+from xdsl.ir import SSAValue
 
 from tp_dialect.analysis.timing.cost import matmul_flops
 from tp_dialect.certificate import status
@@ -177,6 +179,16 @@ def test_tiles_keep_the_numbers_bitwise(chips: int, tokens: int, tiles: int) -> 
     assert len(_ops(module, ReduceScatterOp)) == 2 * tiles
     # The contractions are cut into tiles, not added to: the same FLOPs as the source's.
     assert matmul_flops(module) == matmul_flops(source)
+    # The gather side: the MLP's projections read the gathered norm's tiles, not their join.
+    readers = [
+        op
+        for op in module.walk()
+        if isinstance(op, linalg.GenericOp)
+        and any(
+            isinstance(v.owner, AllGatherOp) and "post_norm" in str(v.name_hint) for v in op.inputs
+        )
+    ]
+    assert len(readers) == 2 * chips * tiles  # gate and up, per chip and tile
     got = run_program(module, values)
     for name in want:
         np.testing.assert_array_equal(got[name], want[name], err_msg=name)
@@ -211,6 +223,11 @@ def test_a_generic_reading_its_row_index_stays_out_of_the_region() -> None:
     got = run_program(module, values)
     for name in want:
         np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+
+
+def _gathered_norm(v: SSAValue) -> bool:
+    """Whether ``v`` is an all-gathered tile of the post-attention norm."""
+    return isinstance(v.owner, AllGatherOp) and "post_norm" in str(v.name_hint)
 
 
 def _gathered_names(module: ModuleOp) -> set[str]:

@@ -146,3 +146,26 @@ builtin.module attributes {tp.chips = 2 : i64} {
     func.return %s0, %s1 : tensor<f32, #tp.chip<0>>, tensor<f32, #tp.chip<1>>
   }
 }
+
+// -----
+
+// Two tiles of one elementwise op reading one weight's shard: the shard joins its first
+// reader only (sharing a weight is no reason to fuse), so tile 1's section does not wait
+// with tile 0's.
+// CHECK-LABEL: func.func @tiles
+// CHECK:       %w0, %q_t0 = tp.section "q_t0" on [0] {
+// CHECK-NEXT:    tp.shard %w
+// CHECK-NEXT:    arith.mulf %x0
+// CHECK:       %q_t1 = tp.section "q_t1" on [0] {
+// CHECK-NEXT:    arith.mulf %x1
+// CHECK-NEXT:    arith.addf
+builtin.module attributes {tp.chips = 1 : i64} {
+  func.func @tiles(%x0: tensor<8xf32, #tp.chip<0>>, %x1: tensor<8xf32, #tp.chip<0>>, %w: tensor<8xf32>) -> (tensor<8xf32, #tp.chip<0>>, tensor<8xf32, #tp.chip<0>>) {
+    %w0 = tp.shard %w at #tp.slice<axis = 0, ranges = [(0, 8)], full = [8]> : tensor<8xf32> -> tensor<8xf32, #tp.chip<0>>
+    %m0 = arith.mulf %x0, %w0 : tensor<8xf32, #tp.chip<0>>
+    %q_t0 = arith.addf %m0, %m0 : tensor<8xf32, #tp.chip<0>>
+    %m1 = arith.mulf %x1, %w0 : tensor<8xf32, #tp.chip<0>>
+    %q_t1 = arith.addf %m1, %m1 : tensor<8xf32, #tp.chip<0>>
+    func.return %q_t0, %q_t1 : tensor<8xf32, #tp.chip<0>>, tensor<8xf32, #tp.chip<0>>
+  }
+}

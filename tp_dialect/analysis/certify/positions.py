@@ -46,7 +46,7 @@ from xdsl.ir.affine import AffineDimExpr
 from tp_dialect.attrs import chip_of
 from tp_dialect.linalg_kinds import LoopView, index_loops, loop_view
 from tp_dialect.ops import Collective, ShardOp, UnshardOp
-from tp_dialect.scatter_ops import ReduceScatterOp
+from tp_dialect.scatter_ops import AllGatherOp, ReduceScatterOp
 
 
 class Mark(Enum):
@@ -271,6 +271,8 @@ def _rules(
         dense = op.value
         splat = isinstance(dense, DenseIntOrFPElementsAttr) and dense.is_splat()
         return (ANY,) * len(shape) if splat else whole(value)
+    if isinstance(op, AllGatherOp):
+        return _gathered(op, value, get)
     if isinstance(op, Collective | UnshardOp):
         return whole(value)  # a collective's result, a host output: whole on the spine
     if isinstance(op, ReduceScatterOp):
@@ -315,6 +317,22 @@ def _rules(
         if all(len(p) == len(shape) for p in parts) and parts:
             return tuple(correspond([p[a] for p in parts])[0] for a in range(len(shape)))
     return None
+
+
+def _gathered(op: AllGatherOp, value: SSAValue, get: Callable[[SSAValue], Positions]) -> Positions:
+    """An all-gather's result, on the spine: along its axis, the run its blocks hold end to
+    end where that is one run of one full axis (a tile of a sequence's rows: the all-gather
+    rule checks that each block holds its slice's run at an offset every chip shares, so the
+    tile is that run); its own whole axis otherwise, and every other axis whole."""
+    own = whole(value)
+    axis = op.axis
+    along = [h[axis] if len(h) > axis else UNKNOWN for h in (get(p) for p in op.parts)]
+    axes = [p for p in along if isinstance(p, Axis)]
+    if len(axes) == len(along) and len({p.full for p in axes}) == 1:
+        held = Axis.of([r for p in axes for r in p.runs], axes[0].full)
+        if len(held.runs) == 1 and held.size == (_shape(value) or ())[axis]:
+            return tuple(held if a == axis else p for a, p in enumerate(own))
+    return own
 
 
 def _shard(op: ShardOp, source: Positions) -> Positions:
