@@ -83,7 +83,8 @@ class RowRewrite:
     def __init__(self, rows: Rows, n: int, tiles: int = 1) -> None:
         self.rows, self.n, self.tiles = rows, n, tiles
         self.blocks: dict[SSAValue, list[SSAValue]] = {}  # a region value's pieces, in order
-        self.windows: dict[tuple[SSAValue, int, int, int], SSAValue] = {}
+        # a value's windows, by rows and chip: each chip reads a spine value as its own
+        self.windows: dict[tuple[SSAValue, int, int, int, int | None], SSAValue] = {}
         self.made: dict[SSAValue, int] = {}  # how many windows of a value so far
         self.tiled: list[SSAValue] = []  # partials now made tile by tile
         self.last: dict[SSAValue, Operation] = {}  # what makes a value's last piece
@@ -170,7 +171,8 @@ class RowRewrite:
                     elif i >= len(op.inputs):
                         operands.append(self._fresh(v, at[0], start, length, chip_of(p.type), op))
                     else:
-                        operands.append(self._cut(v, at[0], start, length, chip_of(p.type), op))
+                        # a spine input (ids, a shared activation) is cut once for every chip
+                        operands.append(self._cut(v, at[0], start, length, chip_of(v.type), op))
                 shape = list(p.type.get_shape())  # type: ignore[attr-defined]
                 shape[axis] = length
                 t = p.type
@@ -188,7 +190,7 @@ class RowRewrite:
         self, v: SSAValue, axis: int, start: int, rows: int, chip: int | None, before: Operation
     ) -> SSAValue:
         """Rows ``[start, start + rows)`` of ``v`` along ``axis``, as chip ``chip``'s."""
-        key = (v, axis, start, rows)
+        key = (v, axis, start, rows, chip)
         if key not in self.windows:
             cut = window(v, axis, start, rows, chip)
             self.made[v] = self.made.get(v, -1) + 1

@@ -195,6 +195,25 @@ def test_tiles_keep_the_numbers_bitwise(chips: int, tokens: int, tiles: int) -> 
     assert_kept_through_lowering(module, values, want)
 
 
+def test_an_inlined_model_is_made_in_tiles_across_its_layers() -> None:
+    """Inlined (tp-inline), the whole model is one function: the embedding's lookups are made
+    tile by tile too, each chip reading the same window of the ids (a spine input is cut once
+    for every chip: cut per chip, the lookups read different ids values and were refused), and
+    the region crosses the layers. Certified, bitwise the source at every stage."""
+    source = parse(step(2, tokens=8))
+    values = {**random_weights(source, 3), **random_inputs(source, 4, position=0)}
+    want = run_program(source, values)
+    module = source.clone()
+    apply(module, "tp-verify,tp-inline,tp-sequence-parallel{mode=on tiles=2}")
+    assert status(module) == "valid"
+    scatters = [op for op in module.walk() if isinstance(op, ReduceScatterOp)]
+    assert len(scatters) == 2 * (1 + 2 * 2)  # the embedding's and two a layer, in 2 tiles
+    got = run_program(module, values)
+    for name in want:
+        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+    assert_kept_through_lowering(module, values, want)
+
+
 def test_too_many_tiles_are_refused() -> None:
     module = parse(step(2, tokens=4))
     with pytest.raises(TpDiagnostic, match=r"tiles=4: %l_o_sum has 4 rows, fewer than a row"):
