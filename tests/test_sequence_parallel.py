@@ -13,6 +13,7 @@ collectives' latency; a sectioned program is refused.
 from __future__ import annotations
 
 import functools
+import io
 import json
 from pathlib import Path
 
@@ -25,7 +26,9 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import SSAValue
+from xdsl.printer import Printer
 
+from tp_dialect.analysis.certify.obligation import check_obligation
 from tp_dialect.analysis.timing.cost import matmul_flops
 from tp_dialect.certificate import status
 from tp_dialect.diagnostics import TpDiagnostic
@@ -212,6 +215,51 @@ def test_an_inlined_model_is_made_in_tiles_across_its_layers() -> None:
     for name in want:
         np.testing.assert_array_equal(got[name], want[name], err_msg=name)
     assert_kept_through_lowering(module, values, want)
+
+
+LIT_TILES = Path(__file__).parent.parent / "lit_tests" / "tp-sequence-parallel" / "tiles.mlir"
+CHIP0_ROW = "tensor<1x8xf32, #tp.chip<0>>"
+ZEROS = (
+    f"    %zb0 = tensor.empty() : {CHIP0_ROW}\n"
+    f"    %zb = linalg.fill ins(%zero : f32) outs(%zb0 : {CHIP0_ROW}) -> {CHIP0_ROW}\n"
+)
+
+
+def test_tiles_gathered_with_a_constant_block_still_name_their_rows() -> None:
+    """A constant block stands for its own slice's rows: two tiles gathered with one never
+    look alike, so chip 1 building tile 1's MLP from tile 0 is refused (the gathers' runs
+    fell back to each tile's own whole axis, so it was certified), and the same program with
+    each chip reading its own tile is certified."""
+    module = parse(_program(LIT_TILES.read_text()))
+    apply(module, "tp-sequence-parallel{mode=on tiles=2}")
+    out = io.StringIO()
+    Printer(stream=out).print_op(module)
+    text = out.getvalue()
+    edits = [
+        ("    %y_t0 = tp.all_gather %y_t0b0,", ZEROS + "    %y_t0 = tp.all_gather %zb,"),
+        ("%y_t1 = tp.all_gather %y_t1b0,", "%y_t1 = tp.all_gather %zb,"),
+    ] + [
+        (
+            f"%out_t{t}b{b} = arith.addf %t_t{t}b{b}, %h_t{t}b{b}",
+            f"%out_t{t}b{b} = arith.addf %t_t{t}b{b}, %t_t{t}b{b}",
+        )
+        for t in (0, 1)
+        for b in (0, 1)
+        for out in [f"%out_t{t}b{b} = arith.addf"]
+    ]
+    for old, new in edits:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    check_obligation(parse(text))  # each chip reads its own tile: certified
+    mixed = text.replace("ins(%y_t1, %wu1", "ins(%y_t0, %wu1")
+    assert mixed != text
+    with pytest.raises(TpDiagnostic, match=r"partials holding different parts of its result"):
+        check_obligation(parse(mixed))
+
+
+def _program(lit: str) -> str:
+    """The module a lit file holds (after its comment lines)."""
+    return "\n".join(line for line in lit.splitlines() if not line.startswith("//"))
 
 
 def test_too_many_tiles_are_refused() -> None:

@@ -320,19 +320,29 @@ def _rules(
 
 
 def _gathered(op: AllGatherOp, value: SSAValue, get: Callable[[SSAValue], Positions]) -> Positions:
-    """An all-gather's result, on the spine: along its axis, the run its blocks hold end to
-    end where that is one run of one full axis (a tile of a sequence's rows: the all-gather
-    rule checks that each block holds its slice's run at an offset every chip shares, so the
-    tile is that run); its own whole axis otherwise, and every other axis whole."""
+    """An all-gather's result, on the spine, every axis but its own whole. Along its axis:
+    the run of one full axis its blocks hold end to end at one offset (a tile of a
+    sequence's rows), a constant block taking the run its slice names at that offset (the
+    all-gather rule lets a block constant along the axis stand for any rows: here it stands
+    for its own, so two tiles never look alike); unknown where the blocks disagree (the rule
+    refuses that all-gather); the result's own whole axis when every block is constant."""
     own = whole(value)
     axis = op.axis
     along = [h[axis] if len(h) > axis else UNKNOWN for h in (get(p) for p in op.parts)]
-    axes = [p for p in along if isinstance(p, Axis)]
-    if len(axes) == len(along) and len({p.full for p in axes}) == 1:
-        held = Axis.of([r for p in axes for r in p.runs], axes[0].full)
-        if len(held.runs) == 1 and held.size == (_shape(value) or ())[axis]:
-            return tuple(held if a == axis else p for a, p in enumerate(own))
-    return own
+    known = [(c, p) for c, p in enumerate(along) if isinstance(p, Axis)]
+    if not known and all(p is ANY for p in along):
+        return own
+    runs = [sl.ranges[0] for sl in op.slices.data]
+    held: AxisPos = UNKNOWN
+    if known and len(known) + sum(p is ANY for p in along) == len(along):
+        c0, p0 = known[0]
+        offset = p0.runs[0][0] - runs[c0][0] if p0.runs else 0
+        full = p0.full
+        if all(p == Axis.of([(offset + runs[c][0], runs[c][1])], full, p.pairs) for c, p in known):
+            size = sum(n for _, n in runs)
+            if 0 <= offset and offset + size <= full:
+                held = Axis.of([(offset, size)], full)
+    return tuple(held if a == axis else p for a, p in enumerate(own))
 
 
 def _shard(op: ShardOp, source: Positions) -> Positions:
