@@ -52,7 +52,8 @@ def prefill(
     no LM head) on ``chips`` sn40l chips, dataflow mode: sequence parallelism where the model
     says it pays (``sequence``: tp-sequence-parallel's ``auto``), its partials in the tiles
     the pass picks when the modelled step is faster so than untiled (its estimate weighs one
-    all-reduce at a time, before narrowing: with a narrow wire it overrates tiles), its
+    all-reduce at a time), the program inlined first (tp-inline) when that is faster (the
+    region then crosses the layers, and tp-fuse sees the layers' statements), its
     statements fused as the sn40l shim allows (``fuse``: tp-fuse, so a chip's attention
     keeps its scores on chip), ``auto`` all-reduces: its report, the schedule (what of these
     it took, and the algorithms tp-relocate's ``auto`` wrote on its all-reduces) and the
@@ -60,19 +61,22 @@ def prefill(
     t0 = time.perf_counter()
     source = serving.step_program("prefill", tokens, chips)
     best: tuple[ModelReport, str] | None = None
-    for tiles in (0, 1) if sequence else (1,):
-        module = source
+    # As written (`@layer` called per layer), untiled, and inlined (tp-inline: one function,
+    # so the region crosses the layers and tp-fuse sees every statement).
+    variants = [("", 0), ("", 1), ("tp-inline,", 0)] if sequence else [("", 1)]
+    for inline, tiles in variants:
+        module = lower(source, inline) if inline else source
         if sequence:  # first: tp-narrow-wire then narrows its reduce-scatters and gathers
-            module = lower(source, f"tp-sequence-parallel{{machine=sn40l tiles={tiles}}}")
+            module = lower(module, f"tp-sequence-parallel{{machine=sn40l tiles={tiles}}}")
         made = _tiles(module)
-        if tiles == 1 and best is not None and "tiles" not in best[1]:
-            break  # the pass chose no tiles: the same program
+        if not inline and tiles == 1 and best is not None and "tiles" not in best[1]:
+            continue  # the pass chose no tiles: the same program
         fused = "tp-fuse{shim=sn40l}," if fuse else ""
         relocated = lower(module, f"{narrow}{fused}tp-relocate{{allreduce={AUTO}}}")
         picked = {op.algorithm_name for op in relocated.walk() if isinstance(op, AllReduceOp)}
         programs = lower(relocated, "tp-transfers,tp-link-points")
         report = model(programs, MACHINES["sn40l"], "dataflow")[0]
-        how = ["dataflow"] + (["fused (sn40l)"] if fuse else [])
+        how = ["dataflow"] + (["inlined"] if inline else []) + (["fused (sn40l)"] if fuse else [])
         if any(isinstance(op, AllGatherOp) for op in module.walk()):
             how += [f"sequence-parallel in {made} tiles" if made > 1 else "sequence-parallel"]
         schedule = f"{', '.join(how)}, {'+'.join(sorted(picked)) or 'no'} all-reduces"

@@ -32,6 +32,11 @@ def test_the_json_holds_prefill_and_decode_per_chip_count(tmp_path: Path) -> Non
     for n, row in figures["prefill"].items():
         assert set(row) == {"ttft_s", "compute_bound_s", "schedule"}
         assert row["ttft_s"] >= row["compute_bound_s"] > 0, n
-    assert figures["prefill"]["1"]["schedule"] == "dataflow, fused (sn40l), no all-reduces"
-    assert figures["prefill"]["2"]["schedule"].startswith("dataflow, fused (sn40l), ")
+    # One chip: no all-reduce, inlined or not (whichever the model finds faster).
+    assert figures["prefill"]["1"]["schedule"] in (
+        "dataflow, fused (sn40l), no all-reduces",
+        "dataflow, inlined, fused (sn40l), no all-reduces",
+    )
+    assert figures["prefill"]["2"]["schedule"].startswith("dataflow, ")
+    assert "fused (sn40l), " in figures["prefill"]["2"]["schedule"]
     assert figures["decode"]["2"]["step_s"] < figures["decode"]["1"]["step_s"]
