@@ -10,6 +10,7 @@ from xdsl.dialects import tensor
 from xdsl.dialects.builtin import DenseArrayBase, TensorType, i64
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir.affine import AffineDimExpr
 
 from tp_dialect.attrs import on_chip
 
@@ -24,6 +25,20 @@ def same_op(op: Operation, operands: Sequence[SSAValue], types: Sequence[Attribu
         attributes=dict(op.attributes),
         regions=[r.clone() for r in op.regions],
     )
+
+
+def loop_axes(op: linalg.GenericOp, d: int) -> list[int | None] | None:
+    """Per operand of ``op``, the one axis it reads loop ``d`` by (None: it does not read
+    it), or None when some operand reads it otherwise (in a compound index, or by two
+    axes): the operands a window of ``d``'s range cuts, and where."""
+    axes: list[int | None] = []
+    for m in op.indexing_maps:
+        results = m.data.results
+        at = [i for i, r in enumerate(results) if d in r.used_dims()]
+        if len(at) > 1 or (at and not isinstance(results[at[0]], AffineDimExpr)):
+            return None
+        axes.append(at[0] if at else None)
+    return axes
 
 
 def window(v: SSAValue, axis: int, start: int, rows: int, chip: int | None) -> Operation:

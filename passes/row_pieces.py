@@ -28,7 +28,7 @@ from tp_dialect.attrs import SliceAttr, chip_of, even_ranges, on_chip
 from tp_dialect.linalg_kinds import index_loops, loop_view
 from tp_dialect.names import value_hint, value_name
 from tp_dialect.ops import AllReduceOp
-from tp_dialect.passes.row_ops import fresh_init, same_op, window
+from tp_dialect.passes.row_ops import fresh_init, loop_axes, same_op, window
 from tp_dialect.passes.tile_readers import read_tiles
 from tp_dialect.scatter_ops import AllGatherOp, ReduceScatterOp
 
@@ -70,11 +70,7 @@ def _tile_loop(op: linalg.GenericOp, axis: int) -> int | None:
     view = loop_view(op)
     if view is None or d in index_loops(view):
         return None  # its body reads the row's index: a tile's rows count from 0
-    for m in maps:
-        at = [i for i, r in enumerate(m.results) if d in r.used_dims()]
-        if len(at) > 1 or (at and not isinstance(m.results[at[0]], AffineDimExpr)):
-            return None
-    return d
+    return d if loop_axes(op, d) is not None else None
 
 
 class RowRewrite:
@@ -160,19 +156,19 @@ class RowRewrite:
             assert isinstance(op, linalg.GenericOp)
             d = _tile_loop(op, axis)
             assert d is not None
-            maps = [m.data for m in op.indexing_maps]
+            axes = loop_axes(op, d)
+            assert axes is not None
             extent = list(p.type.get_shape())[axis]  # type: ignore[attr-defined]
             for k, (start, length) in enumerate(even_ranges(extent, self.tiles)):
                 operands: list[SSAValue] = []
-                for i, (v, m) in enumerate(zip(op.operands, maps, strict=True)):
-                    at = [j for j, r in enumerate(m.results) if d in r.used_dims()]
-                    if not at:
+                for i, (v, a) in enumerate(zip(op.operands, axes, strict=True)):
+                    if a is None:
                         operands.append(v)
                     elif i >= len(op.inputs):
-                        operands.append(self._fresh(v, at[0], start, length, chip_of(p.type), op))
+                        operands.append(self._fresh(v, a, start, length, chip_of(p.type), op))
                     else:
                         # a spine input (ids, a shared activation) is cut once for every chip
-                        operands.append(self._cut(v, at[0], start, length, chip_of(v.type), op))
+                        operands.append(self._cut(v, a, start, length, chip_of(v.type), op))
                 shape = list(p.type.get_shape())  # type: ignore[attr-defined]
                 shape[axis] = length
                 t = p.type

@@ -37,7 +37,7 @@ from tp_dialect.analysis.touch import written_in_place
 from tp_dialect.attrs import chip_of, on_chip
 from tp_dialect.linalg_kinds import index_loops, loop_view
 from tp_dialect.names import value_hint, value_name
-from tp_dialect.passes.row_ops import fresh_init, same_op, window
+from tp_dialect.passes.row_ops import fresh_init, loop_axes, same_op, window
 from tp_dialect.scatter_ops import AllGatherOp
 
 Runs = tuple[tuple[int, int], ...]  # a join's tiles: (first row, rows) each
@@ -54,18 +54,6 @@ def runs(join: tensor.ConcatOp) -> Runs:
         out.append((start, rows))
         start += rows
     return tuple(out)
-
-
-def _loop_axes(op: linalg.GenericOp, d: int) -> list[int | None] | None:
-    """Per operand, the one axis ``op`` reads loop ``d`` by (None: it does not), or None when
-    some operand reads it otherwise (in a compound expression, or by two axes)."""
-    axes: list[int | None] = []
-    for m in op.indexing_maps:
-        at = [i for i, r in enumerate(m.data.results) if d in r.used_dims()]
-        if len(at) > 1 or (at and not isinstance(m.data.results[at[0]], AffineDimExpr)):
-            return None
-        axes.append(at[0] if at else None)
-    return axes
 
 
 @dataclass
@@ -152,7 +140,7 @@ class ReadTilesByTile(RewritePattern):
             d = e.position
             if str(op.iterator_types.data[d].data) != "parallel" or d in index_loops(view):
                 continue  # a reduction over the rows, or a body counting them from 0
-            axes = _loop_axes(op, d)
+            axes = loop_axes(op, d)
             if axes is None or any(a is None for a in axes[len(op.inputs) :]):
                 continue
             self.read.add(join)
@@ -222,13 +210,13 @@ def read_tiles(func: FuncOp, joins: set[Operation], tile_of: dict[Operation, int
 
 def tile_major(block: Block, tile_of: dict[Operation, int]) -> None:
     """Order the statements of ``block`` from the first in ``tile_of`` to the last so that
-        tile k's come before tile k+1's: a chip runs its statements in order, so tile 0's
-        projections would otherwise wait behind tile 1's, whose rows are still crossing the
-        links. A topological order (each statement after what it reads), taking the statements
-        ready by tile then place; a statement of no tile (a weight's shard, an init) goes with
-        its first reader, one no tile reads (a tile's reduce-scatter, what follows it) after every
-    tile, so its exchange crosses the links under the later tiles' work. Nothing moves where a
-    statement between updates memory in place."""
+    tile k's come before tile k+1's: a chip runs its statements in order, so tile 0's
+    projections would otherwise wait behind tile 1's, whose rows are still crossing the
+    links. A topological order (each statement after what it reads), taking the statements
+    ready by tile then place; a statement of no tile (a weight's shard, an init) goes with
+    its first reader, one no tile reads (a tile's reduce-scatter, what follows it) after
+    every tile, so its exchange crosses the links under the later tiles' work. Nothing
+    moves where a statement between updates memory in place."""
     ops = list(block.ops)
     at = [i for i, op in enumerate(ops) if op in tile_of]
     if not at:

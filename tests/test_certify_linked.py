@@ -12,6 +12,7 @@ import hf_models
 import pytest
 from xdsl.dialects import tensor
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
 from xdsl.ir import BlockArgument
 
 from tp_dialect.analysis.certify.obligation import check_obligation
@@ -96,8 +97,10 @@ def test_lookup_of_other_ids_is_refused(model_dir: Path) -> None:
     args = program.body.block.args
     # chip 1's program reads an ids tensor of the same type the host did not bind to chip 0
     func = program.parent_op()
-    assert func is not None
+    assert isinstance(func, FuncOp)
     other = func.body.block.insert_arg(args[ids].type, len(func.body.block.args))
+    func.update_function_type()
     program.operands[ids] = other
+    module.verify()  # a well-formed module: only the binding is wrong
     with pytest.raises(TpError, match="another table or row"):
         check_obligation(module)
